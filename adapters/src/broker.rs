@@ -1,0 +1,236 @@
+//! The one broker trait every adapter implements, and the types it speaks.
+//!
+//! The contract (SPEC.md §5) in one paragraph: `setup` builds (or rebuilds) the
+//! topology; `publish` appends a batch of payloads for one ordering key, in order;
+//! `consume` runs until its stop token fires, handing the stage *key-batches* (one
+//! key, in publish order, never the same key in flight twice within one group) and
+//! acking a batch iff the handler says [`Disposition::Ack`]. A refused batch must come
+//! back (redelivery). Adapters count what they do in the [`StreamCounters`] they are
+//! given and in their own [`Broker::counters`].
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::BrokerError;
+
+/// One logical topic and the consumer groups that read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicSpec {
+    /// Full topic name (prefix already applied).
+    pub name: String,
+    /// Consumer groups reading this topic, in stream order.
+    pub groups: Vec<String>,
+}
+
+/// What `setup` builds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Topology {
+    pub topics: Vec<TopicSpec>,
+    /// Number of distinct ordering keys the workload will use (P). Adapters that
+    /// clamp physical lanes to the key count use it.
+    pub keys: u64,
+    /// Physical ordered lanes per topic (partitions, lane queues, hashed groups).
+    /// Equal to `keys` unless the scenario lowers it to measure head-of-line blocking.
+    pub lanes: u64,
+    /// Durability tier requested by the scenario.
+    pub durability: Durability,
+    /// Broker-side dedup window in seconds (0 = off). Adapters that cannot honour
+    /// it say so in [`Description::notes`].
+    pub dedup_window_sec: u64,
+    /// Drop and recreate everything first.
+    pub reset: bool,
+}
+
+impl Topology {
+    /// Number of (topic, group) consumer streams.
+    pub fn stream_count(&self) -> usize {
+        self.topics.iter().map(|t| t.groups.len()).sum()
+    }
+}
+
+/// Durability tier. A cell's tier is always named next to its figures; cells of
+/// different tiers are never compared without saying so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// The system as people deploy it by default.
+    #[default]
+    Default,
+    /// Every acknowledged write is fsynced before the ack.
+    Fsync,
+    /// In-memory only: nothing survives a restart (the control broker).
+    Memory,
+}
+
+/// How a publish reaches several consumer groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FanOut {
+    /// One physical write serves every group (Kafka, Queen, the control broker).
+    Native,
+    /// One physical write per group (pgmq, RabbitMQ queue per group).
+    Materialised,
+}
+
+/// The delivery guarantee an adapter provides in the configuration it runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryGuarantee {
+    /// Each message is processed exactly once per group (dedup or transactional).
+    ExactlyOnce,
+    /// A message may be processed more than once (redelivery after a lost ack).
+    AtLeastOnce,
+    /// The broker commits at delivery (auto-ack): a crash loses messages.
+    AtMostOnce,
+}
+
+/// What an adapter is, declared once after setup and recorded in result.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct Description {
+    /// System name (`mem`, `pgmq`, `rabbitmq`, `kafka`, `queen`).
+    pub system: String,
+    /// Variant inside the system (idiom, queue type, pop mode), `""` when none.
+    pub variant: String,
+    pub durability: Durability,
+    pub fan_out: FanOut,
+    pub delivery: DeliveryGuarantee,
+    /// Ordered lanes provisioned in total (all topics, and all groups where lanes are per group).
+    pub ordered_lanes: u64,
+    /// Physical queues / topics / tables created.
+    pub physical_queues: u64,
+    /// Consumer members (clients) provisioned, summed over streams.
+    pub consumer_members: u64,
+    /// Network connections opened to the system.
+    pub connections: u64,
+    /// Physical writes per logical publish of one message to a topic with `g` groups,
+    /// averaged over the topology (1 for native fan-out, groups for materialised).
+    pub publishes_per_ingress_event: f64,
+    /// Semantics the application had to build because the system lacks them.
+    pub semantics_built_in_app: Vec<String>,
+    /// Free-text facts a reader needs (e.g. "dedup window not supported by this server").
+    pub notes: Vec<String>,
+    /// After how long an unacknowledged delivery is handed out again (lease,
+    /// visibility timeout), when the system works that way. The drain's grace must
+    /// exceed it so a lost tail is told apart from one still leased.
+    pub lease_ms: Option<u64>,
+}
+
+/// One message handed to a stage.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub payload: Bytes,
+    /// The broker says this message was delivered before (informational).
+    pub redelivered: bool,
+}
+
+/// One key's messages, in publish order.
+#[derive(Debug, Clone)]
+pub struct KeyBatch {
+    /// The ordering key the batch belongs to (`p<N>` or a lane name when lanes < keys).
+    pub key: Arc<str>,
+    pub messages: Vec<Delivery>,
+}
+
+/// What the stage decided about a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Processed: ack the whole batch.
+    Ack,
+    /// Not processed: do not ack; the system must deliver the whole batch again.
+    Refuse,
+}
+
+/// The stage side of `consume`.
+#[async_trait]
+pub trait BatchHandler: Send + Sync {
+    async fn handle(&self, batch: KeyBatch) -> Disposition;
+}
+
+/// Per-stream counters the adapter bumps while consuming. Shared with the stage, the
+/// reporter and the checker (a stream whose own acks failed may legitimately reorder).
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    /// Messages acked successfully.
+    pub acked: AtomicU64,
+    /// Messages whose ack (or commit / delete) failed.
+    pub ack_errors: AtomicU64,
+    /// Messages in refused batches.
+    pub refused: AtomicU64,
+    /// Messages the system flagged as redelivered.
+    pub redelivered: AtomicU64,
+    /// Failed receive calls (pop, fetch, read), retried.
+    pub receive_errors: AtomicU64,
+    /// Reconnects performed after a lost connection or channel.
+    pub reconnects: AtomicU64,
+}
+
+impl StreamCounters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Options for one consumer stream.
+#[derive(Debug, Clone)]
+pub struct ConsumeOptions {
+    /// Maximum messages per key-batch (also the pop / read / prefetch size).
+    pub batch: usize,
+    /// The stage's lane budget: how many messages the stage can work on at once.
+    /// Adapters size their worker pools from it.
+    pub lanes: usize,
+    /// Counters for this stream.
+    pub counters: Arc<StreamCounters>,
+}
+
+/// The broker trait. Object safe: the loader holds an `Arc<dyn Broker>`.
+#[async_trait]
+pub trait Broker: Send + Sync {
+    /// Build the topology (drop and recreate first when `topology.reset`). Idempotent.
+    /// Returns what was provisioned.
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError>;
+
+    /// Publish `payloads` for one ordering key, in order. Returns only when the system
+    /// has accepted all of them at the adapter's durability tier. On error, none, some
+    /// or all may have been accepted (an indeterminate publish).
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError>;
+
+    /// Consume one (topic, group) until `stop` fires, handing key-batches to `handler`.
+    /// Must never hand the same key to two concurrent handler calls of one group.
+    /// Failures of individual receive/ack calls are counted and retried, never fatal;
+    /// only a broken setup returns an error.
+    async fn consume(
+        &self,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
+    ) -> Result<(), BrokerError>;
+
+    /// Adapter-level counters (copied into result.json under `broker_stats`).
+    fn counters(&self) -> BTreeMap<String, u64>;
+
+    /// Release connections.
+    async fn close(&self) -> Result<(), BrokerError>;
+}
+
+impl std::fmt::Debug for dyn Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("dyn Broker")
+    }
+}
+
+impl std::fmt::Debug for dyn BatchHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("dyn BatchHandler")
+    }
+}

@@ -1,0 +1,15 @@
+//! crossbench adapters: one [`Broker`] trait, one module per system.
+//!
+//! Every adapter but the in-process control broker (`mem`) sits behind a cargo
+//! feature of the same name, so a build needs only the client libraries it uses.
+
+pub mod broker;
+pub mod error;
+pub mod lanes;
+pub mod mem;
+
+pub use broker::{
+    BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Delivery, Description, Disposition,
+    Durability, FanOut, KeyBatch, StreamCounters, TopicSpec, Topology,
+};
+pub use error::BrokerError;

@@ -1,0 +1,488 @@
+//! `mem`: the in-process control broker.
+//!
+//! It honours the adapter contract exactly (per-key order, one key in flight per
+//! group, whole-batch redelivery of refused batches, native fan-out) and costs as
+//! little as possible, so a run on it measures the harness's own ceiling. It can also
+//! be told to misbehave ([`Fault`]) so the checker can be shown to catch it, and to
+//! publish slowly ([`MemOptions::publish_delay`]) so shedding can be shown.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{
+    BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
+    Durability, FanOut, KeyBatch, StreamCounters, Topology,
+};
+use crate::error::BrokerError;
+
+/// What a fault does to one message of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The message is consumed without ever being handed to the stage (a loss).
+    Drop,
+    /// The message is handed to the stage twice in a row (a duplicate).
+    Duplicate,
+    /// The message is held back and handed over after the next message of its key
+    /// (an order violation).
+    Reorder,
+}
+
+/// A deliberate misbehaviour of the control broker, for tests of the checker path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub topic: String,
+    pub group: String,
+    pub kind: FaultKind,
+    /// 0-based ordinal, among the messages first dispatched to this stream, of the
+    /// message the fault applies to.
+    pub at: u64,
+}
+
+/// Options of the control broker (scenario section `mem`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemOptions {
+    /// Sleep this long inside every publish call (a deliberately slow broker).
+    #[serde(with = "humantime_serde_compat")]
+    pub publish_delay: Duration,
+    /// Misbehaviours to inject.
+    pub faults: Vec<Fault>,
+}
+
+/// Minimal `Duration` serde in the `humantime` text form ("250ms", "2s").
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}us", d.as_micros()))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        crate::mem::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Parse "250ms", "2s", "1m", "500us" (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write e.g. 250ms, 2s, 1m"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?}; use ns, us, ms, s, m or h"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("{text:?} must be a non-negative duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[derive(Debug, Default)]
+struct KeyState {
+    pending: VecDeque<Pending>,
+    in_flight: bool,
+    queued: bool,
+    /// A message held back by a `Reorder` fault, released after the next batch.
+    held: Option<Pending>,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    payload: Bytes,
+    redelivered: bool,
+    /// Dispatched before (so fault ordinals count each message once).
+    seen: bool,
+}
+
+#[derive(Debug, Default)]
+struct GroupState {
+    keys: HashMap<Arc<str>, KeyState>,
+    ready: VecDeque<Arc<str>>,
+    /// First-time dispatches so far (fault ordinals).
+    dispatched: u64,
+}
+
+#[derive(Debug)]
+struct Group {
+    state: Mutex<GroupState>,
+    notify: Notify,
+    faults: Vec<Fault>,
+}
+
+#[derive(Debug)]
+struct Topic {
+    groups: Vec<(String, Arc<Group>)>,
+    distinct_keys: AtomicU64,
+}
+
+/// The control broker.
+#[derive(Debug, Default)]
+pub struct MemBroker {
+    options: MemOptions,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    published: AtomicU64,
+    delivered: AtomicU64,
+    acked: AtomicU64,
+    refused: AtomicU64,
+    faults_applied: AtomicU64,
+}
+
+impl MemBroker {
+    pub fn new(options: MemOptions) -> Self {
+        MemBroker {
+            options,
+            ..Default::default()
+        }
+    }
+
+    fn topic(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
+        self.topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| BrokerError::UnknownTopic(name.to_string()))
+    }
+
+    fn group(&self, topic: &str, group: &str) -> Result<Arc<Group>, BrokerError> {
+        let t = self.topic(topic)?;
+        t.groups
+            .iter()
+            .find(|(g, _)| g == group)
+            .map(|(_, g)| g.clone())
+            .ok_or_else(|| BrokerError::Other(format!("unknown group {group:?} on {topic:?}")))
+    }
+}
+
+impl Group {
+    /// Take the next batch of one ready key, applying faults. Returns None when no key is ready.
+    fn claim(&self, batch: usize, faults_applied: &AtomicU64) -> Option<(Arc<str>, Vec<Pending>)> {
+        let mut st = self.state.lock();
+        loop {
+            let key = st.ready.pop_front()?;
+            let mut dispatched = st.dispatched;
+            let ks = st.keys.get_mut(&key).expect("ready key has state");
+            ks.queued = false;
+            if ks.in_flight || ks.pending.is_empty() {
+                continue;
+            }
+            let n = ks.pending.len().min(batch.max(1));
+            let mut out: Vec<Pending> = Vec::with_capacity(n + 1);
+            // Where a message held back by this very claim sits in `out`.
+            let mut held_at: Option<usize> = None;
+            for _ in 0..n {
+                let mut m = ks.pending.pop_front().expect("n <= len");
+                if !m.seen {
+                    m.seen = true;
+                    let ordinal = dispatched;
+                    dispatched += 1;
+                    if let Some(f) = self.faults.iter().find(|f| f.at == ordinal) {
+                        faults_applied.fetch_add(1, Ordering::Relaxed);
+                        match f.kind {
+                            FaultKind::Drop => continue,
+                            FaultKind::Duplicate => out.push(m.clone()),
+                            FaultKind::Reorder => {
+                                held_at = Some(out.len());
+                                ks.held = Some(m);
+                                continue;
+                            }
+                        }
+                    }
+                }
+                out.push(m);
+            }
+            // A held-back message goes out right after a later message of its key.
+            let release_held = match held_at {
+                Some(i) => out.len() > i,
+                None => !out.is_empty(),
+            };
+            if release_held {
+                if let Some(h) = ks.held.take() {
+                    out.push(h);
+                }
+            }
+            if out.is_empty() {
+                // Everything taken was dropped or held: keep the key going.
+                if !ks.pending.is_empty() {
+                    ks.queued = true;
+                    st.ready.push_back(key);
+                }
+                st.dispatched = dispatched;
+                continue;
+            }
+            ks.in_flight = true;
+            st.dispatched = dispatched;
+            return Some((key, out));
+        }
+    }
+
+    /// Finish a batch: ack drops it, refuse puts it back at the head, in order.
+    fn release(&self, key: &Arc<str>, msgs: Vec<Pending>, disposition: Disposition) {
+        let wake = {
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            let ks = st.keys.get_mut(key).expect("in-flight key has state");
+            ks.in_flight = false;
+            if disposition == Disposition::Refuse {
+                for mut m in msgs.into_iter().rev() {
+                    m.redelivered = true;
+                    ks.pending.push_front(m);
+                }
+            }
+            if !ks.pending.is_empty() && !ks.queued {
+                ks.queued = true;
+                st.ready.push_back(key.clone());
+                true
+            } else {
+                false
+            }
+        };
+        if wake {
+            self.notify.notify_one();
+        }
+    }
+}
+
+#[async_trait]
+impl Broker for MemBroker {
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        let mut topics = self.topics.write();
+        if topology.reset {
+            topics.clear();
+        }
+        for f in &self.options.faults {
+            let known = topology
+                .topics
+                .iter()
+                .any(|t| t.name == f.topic && t.groups.contains(&f.group));
+            if !known {
+                return Err(BrokerError::Config {
+                    field: "mem.faults".into(),
+                    message: format!(
+                        "fault names stream {}/{} which is not in the topology",
+                        f.topic, f.group
+                    ),
+                });
+            }
+        }
+        for t in &topology.topics {
+            topics.entry(t.name.clone()).or_insert_with(|| {
+                Arc::new(Topic {
+                    groups: t
+                        .groups
+                        .iter()
+                        .map(|g| {
+                            let faults = self
+                                .options
+                                .faults
+                                .iter()
+                                .filter(|f| f.topic == t.name && &f.group == g)
+                                .cloned()
+                                .collect();
+                            (
+                                g.clone(),
+                                Arc::new(Group {
+                                    state: Mutex::new(GroupState::default()),
+                                    notify: Notify::new(),
+                                    faults,
+                                }),
+                            )
+                        })
+                        .collect(),
+                    distinct_keys: AtomicU64::new(0),
+                })
+            });
+        }
+        let streams = topology.stream_count() as u64;
+        let topics_n = topology.topics.len().max(1) as f64;
+        Ok(Description {
+            system: "mem".into(),
+            variant: String::new(),
+            durability: Durability::Memory,
+            fan_out: FanOut::Native,
+            delivery: DeliveryGuarantee::ExactlyOnce,
+            ordered_lanes: topology.keys * topology.topics.len() as u64,
+            physical_queues: topology.topics.len() as u64,
+            consumer_members: streams,
+            connections: 0,
+            publishes_per_ingress_event: topology.topics.len() as f64 / topics_n,
+            semantics_built_in_app: vec![],
+            notes: vec!["in-process control broker: measures the harness's own ceiling".into()],
+            lease_ms: None,
+        })
+    }
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        if !self.options.publish_delay.is_zero() {
+            tokio::time::sleep(self.options.publish_delay).await;
+        }
+        let t = self.topic(topic)?;
+        for (_, g) in &t.groups {
+            let mut guard = g.state.lock();
+            let st = &mut *guard;
+            let ks = match st.keys.get_mut(key) {
+                Some(ks) => ks,
+                None => {
+                    t.distinct_keys.fetch_add(1, Ordering::Relaxed);
+                    st.keys.entry(Arc::from(key)).or_default()
+                }
+            };
+            for p in payloads {
+                ks.pending.push_back(Pending {
+                    payload: p.clone(),
+                    redelivered: false,
+                    seen: false,
+                });
+            }
+            if !ks.in_flight && !ks.queued {
+                ks.queued = true;
+                let k: Arc<str> = st
+                    .keys
+                    .get_key_value(key)
+                    .map(|(k, _)| k.clone())
+                    .expect("just inserted");
+                st.ready.push_back(k);
+                drop(guard);
+                g.notify.notify_one();
+            }
+        }
+        self.published
+            .fetch_add(payloads.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn consume(
+        &self,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
+    ) -> Result<(), BrokerError> {
+        let g = self.group(topic, group)?;
+        // Enough concurrent batches that the broker never limits the stage: the stage's
+        // own lane budget bounds the work in flight.
+        let slots = Arc::new(Semaphore::new(options.lanes.max(16)));
+        let mut tasks = JoinSet::new();
+        let faults_applied = &self.faults_applied;
+        loop {
+            let permit = tokio::select! {
+                _ = stop.cancelled() => break,
+                p = slots.clone().acquire_owned() => p.expect("semaphore never closed"),
+            };
+            let claimed = loop {
+                let notified = g.notify.notified();
+                if let Some(c) = g.claim(options.batch, faults_applied) {
+                    break Some(c);
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => break None,
+                    _ = notified => {}
+                }
+            };
+            let Some((key, msgs)) = claimed else { break };
+            // Wake another dispatcher waiter if more keys are ready.
+            let n = msgs.len() as u64;
+            self.delivered.fetch_add(n, Ordering::Relaxed);
+            let redelivered = msgs.iter().filter(|m| m.redelivered).count() as u64;
+            if redelivered > 0 {
+                StreamCounters::add(&options.counters.redelivered, redelivered);
+            }
+            let batch = KeyBatch {
+                key: key.clone(),
+                messages: msgs
+                    .iter()
+                    .map(|m| Delivery {
+                        payload: m.payload.clone(),
+                        redelivered: m.redelivered,
+                    })
+                    .collect(),
+            };
+            let handler = handler.clone();
+            let g2 = g.clone();
+            let counters = options.counters.clone();
+            tasks.spawn(async move {
+                let d = handler.handle(batch).await;
+                match d {
+                    Disposition::Ack => StreamCounters::add(&counters.acked, n),
+                    Disposition::Refuse => StreamCounters::add(&counters.refused, n),
+                }
+                g2.release(&key, msgs, d);
+                drop(permit);
+                (d, n)
+            });
+            while let Some(done) = tasks.try_join_next() {
+                self.account(done);
+            }
+        }
+        while let Some(done) = tasks.join_next().await {
+            self.account(done);
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        m.insert("mem_published".into(), self.published.load(Ordering::Relaxed));
+        m.insert("mem_delivered".into(), self.delivered.load(Ordering::Relaxed));
+        m.insert("mem_acked".into(), self.acked.load(Ordering::Relaxed));
+        m.insert("mem_refused".into(), self.refused.load(Ordering::Relaxed));
+        m.insert(
+            "mem_faults_applied".into(),
+            self.faults_applied.load(Ordering::Relaxed),
+        );
+        let keys: u64 = self
+            .topics
+            .read()
+            .values()
+            .map(|t| t.distinct_keys.load(Ordering::Relaxed))
+            .sum();
+        m.insert("mem_distinct_keys".into(), keys);
+        m
+    }
+
+    async fn close(&self) -> Result<(), BrokerError> {
+        Ok(())
+    }
+}
+
+impl MemBroker {
+    fn account(&self, done: Result<(Disposition, u64), tokio::task::JoinError>) {
+        match done {
+            Ok((Disposition::Ack, n)) => {
+                self.acked.fetch_add(n, Ordering::Relaxed);
+            }
+            Ok((Disposition::Refuse, n)) => {
+                self.refused.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(_) => {}
+        }
+    }
+}

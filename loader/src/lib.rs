@@ -1,0 +1,21 @@
+//! crossbench's loader: scenario, plan, pacer, stages, recorder and reports.
+//!
+//! The binary `crossbench` is a thin CLI over this library.
+
+pub mod counters;
+pub mod histograms;
+pub mod metrics;
+pub mod plan;
+pub mod producer;
+pub mod record;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod schedule;
+pub mod selector;
+pub mod stage;
+pub mod stamp;
+pub mod streamlog;
+pub mod summary;
+pub mod systems;
+pub mod topology;

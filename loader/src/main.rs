@@ -1,0 +1,165 @@
+//! `crossbench`: run a cell, verify a record.
+//!
+//! Exit codes: 0 PASS, 1 internal error, 2 bad input, 3 FAIL (correctness),
+//! 4 VOID (the loader could not hold the schedule).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use loader::run::{default_out, run_cell, RunOptions};
+use loader::scenario;
+
+/// Open-loop benchmark and correctness harness for message brokers.
+#[derive(Debug, Parser)]
+#[command(name = "crossbench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one cell from a scenario file and leave its record in a directory.
+    Run {
+        /// Scenario YAML (see docs/scenarios.md).
+        scenario: PathBuf,
+        /// Override a scenario field by its dotted path, e.g. --set rate=2000 --set drain.max=30s.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Cell directory to create (default: runs/<name>-<UTC time>). Must not exist or be empty.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// No per-second lines.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Re-verify a cell directory offline (ours or the reference harness's).
+    Verify {
+        /// Cell or log directory.
+        dir: PathBuf,
+        /// Accept duplicates (at-least-once delivery declared acceptable).
+        #[arg(long)]
+        allow_duplicates: bool,
+        /// Topic prefix used by a reference-harness run.
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Write the verdict as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+/// Bad input: exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadInput(String);
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match real_main(cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<BadInput>().is_some()
+                || e.downcast_ref::<scenario::ScenarioError>().is_some()
+                || e.downcast_ref::<loader::systems::SystemError>().is_some()
+                || e.downcast_ref::<checker::CheckError>().is_some()
+            {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run {
+            scenario: path,
+            sets,
+            out,
+            quiet,
+        } => {
+            let loaded = scenario::load(&path, &sets)?;
+            // Fail on a system this build lacks before creating anything.
+            loader::systems::check_available(&loaded.scenario)?;
+            let out = out.unwrap_or_else(|| default_out(&loaded.scenario.name));
+            prepare_out(&out)?;
+            let threads = match loaded.scenario.threads {
+                0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+                n => n as usize,
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+                .context("starting the runtime")?;
+            let opts = RunOptions {
+                argv: std::env::args().collect(),
+                scenario_path: path,
+                out,
+                quiet,
+            };
+            let report = rt.block_on(run_cell(&loaded, &opts))?;
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            print!("{}", report.summary);
+            Ok(report.outcome.exit_code())
+        }
+        Command::Verify {
+            dir,
+            allow_duplicates,
+            prefix,
+            json,
+        } => {
+            if !dir.is_dir() {
+                return Err(BadInput(format!(
+                    "{} is not a directory; give the cell (or reference log) directory",
+                    dir.display()
+                ))
+                .into());
+            }
+            let opts = checker::VerifyOptions {
+                allow_duplicates,
+                legacy_prefix: prefix,
+                ..Default::default()
+            };
+            let verdict = checker::verify_dir(&dir, &opts)?;
+            print!("{}", verdict.render_table());
+            if let Some(j) = json {
+                let mut text = serde_json::to_string_pretty(&verdict)?;
+                text.push('\n');
+                std::fs::write(&j, text).with_context(|| format!("writing {}", j.display()))?;
+            }
+            Ok(if verdict.pass { 0 } else { 3 })
+        }
+    }
+}
+
+fn prepare_out(out: &std::path::Path) -> anyhow::Result<()> {
+    if out.exists() {
+        let non_empty = std::fs::read_dir(out)
+            .with_context(|| format!("reading {}", out.display()))?
+            .next()
+            .is_some();
+        if non_empty {
+            return Err(BadInput(format!(
+                "--out {} exists and is not empty; choose a new directory (cells are never overwritten)",
+                out.display()
+            ))
+            .into());
+        }
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    Ok(())
+}

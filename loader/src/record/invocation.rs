@@ -1,0 +1,78 @@
+//! `invocation.txt`: how a cell was made, readable by a person, secrets redacted.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::record::host::Host;
+use crate::record::redact::redact;
+
+/// Version and commit of this build.
+pub fn build_id() -> (String, String) {
+    (
+        env!("CARGO_PKG_VERSION").to_string(),
+        option_env!("CROSSBENCH_GIT_COMMIT")
+            .unwrap_or("unknown")
+            .to_string(),
+    )
+}
+
+/// RFC 3339 UTC, seconds precision.
+pub fn utc(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+#[derive(Debug)]
+pub struct Invocation<'a> {
+    pub argv: &'a [String],
+    pub scenario_path: &'a Path,
+    pub scenario_text: &'a str,
+    pub resolved_yaml: &'a str,
+    pub host: &'a Host,
+    pub started: std::time::SystemTime,
+    pub ended: Option<std::time::SystemTime>,
+    pub outcome: Option<&'a str>,
+}
+
+impl Invocation<'_> {
+    pub fn render(&self) -> String {
+        let (version, commit) = build_id();
+        let mut s = String::new();
+        let _ = writeln!(s, "# crossbench invocation v1");
+        let _ = writeln!(s, "command: {}", shell_join(self.argv));
+        let _ = writeln!(s, "crossbench: {version} (git {commit})");
+        let _ = writeln!(s, "started_utc: {}", utc(self.started));
+        if let Some(e) = self.ended {
+            let _ = writeln!(s, "ended_utc: {}", utc(e));
+        }
+        if let Some(o) = self.outcome {
+            let _ = writeln!(s, "outcome: {o}");
+        }
+        let h = self.host;
+        let _ = writeln!(s, "host: {}", h.hostname);
+        let _ = writeln!(s, "cpu: {} ({} cores)", h.cpu_model, h.cores);
+        let _ = writeln!(s, "memory_bytes: {}", h.memory_bytes);
+        let _ = writeln!(s, "kernel: {}", h.kernel);
+        let _ = writeln!(s, "os: {}", h.os);
+        let _ = writeln!(s, "\n## scenario as given ({})", self.scenario_path.display());
+        s.push_str(self.scenario_text);
+        if !self.scenario_text.ends_with('\n') {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "\n## scenario as resolved (defaults and --set applied)");
+        s.push_str(self.resolved_yaml);
+        redact(&s)
+    }
+}
+
+fn shell_join(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.is_empty() || a.chars().any(|c| c.is_whitespace() || "'\"$`\\".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

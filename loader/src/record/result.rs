@@ -1,0 +1,180 @@
+//! `result.json`: every counter, invariant, per-stream and per-flow figure, the
+//! verdict and its reasons. Versioned by `schema_version`; documented in
+//! docs/result-json.md.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::counters::FlowSnapshot;
+use crate::histograms::Summary;
+use crate::plan::Invariants;
+use crate::record::host::Host;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+pub struct CellResult {
+    pub schema_version: u32,
+    pub crossbench: BuildInfo,
+    pub cell: String,
+    /// PASS, FAIL (correctness) or VOID (the loader, not the system, was the limit).
+    pub outcome: String,
+    pub system: String,
+    pub variant: String,
+    pub durability: adapters::Durability,
+    pub delivery: adapters::DeliveryGuarantee,
+    pub accept: crate::scenario::Accept,
+    pub time: Times,
+    pub host: Host,
+    pub workload: Workload,
+    pub invariants: Invariants,
+    pub provisioned: adapters::Description,
+    pub flows: BTreeMap<String, FlowSnapshot>,
+    /// `offered = published + shed + failed`, per flow, at the end of the run.
+    pub identity_holds: bool,
+    pub throughput: Throughput,
+    pub latency_ms: Latency,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skew: Option<Skew>,
+    pub streams: Vec<StreamFigures>,
+    pub loader: LoaderFigures,
+    pub drain: DrainFigures,
+    pub void: VoidFigures,
+    pub verdict: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<serde_json::Value>,
+    pub broker_stats: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BuildInfo {
+    pub version: String,
+    pub git_commit: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Times {
+    pub started_utc: String,
+    pub ended_utc: String,
+    pub started_unix_ms: i64,
+    pub rated_start_unix_ms: i64,
+    pub rated_end_unix_ms: i64,
+    /// Rated window as it actually ran (shorter when stopped early).
+    pub rated_sec: f64,
+    pub warmup_sec: f64,
+    pub drain_sec: f64,
+    pub hydration_sec: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Workload {
+    pub kind: String,
+    pub rate_events_per_sec: u64,
+    pub rate_a: u64,
+    pub rate_b: u64,
+    pub properties: u64,
+    pub lanes: u64,
+    pub batch: u64,
+    pub payload_b: u64,
+    pub lane_headroom: f64,
+    pub lane_budget_total: u64,
+    pub shards_per_flow: u64,
+    pub base_seq: i64,
+    pub dedup_window_sec: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    /// Paced events scheduled inside the rated window, per second.
+    pub offered_per_sec: f64,
+    /// Of those, published, per second (shed and failed ones excluded).
+    pub published_per_sec: f64,
+    /// Deliveries of rated events to all twelve streams, per second of rated window.
+    pub deliveries_per_sec: f64,
+    /// deliveries_per_sec / (6R): the share of the demanded deliveries served.
+    pub served_fraction: f64,
+    /// The reference's figure: all deliveries (warm-up and drain included) / rated seconds.
+    pub reference_deliveries_per_sec: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    pub e2e_a: Summary,
+    pub e2e_b: Summary,
+    pub e2e_warmup: Summary,
+    pub schedule_lag: Summary,
+    pub ingress_publish: Summary,
+    /// `ideal` end-to-end work time at the median per flow (A: 15 + 30 ms, B: 10 + 30 ms).
+    pub ideal_work_ms: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Skew {
+    pub hot_props: u64,
+    pub hot_factor: u64,
+    pub hot_share_pct: f64,
+    pub hot_lane_offered_per_sec: f64,
+    pub cold_lane_offered_per_sec: f64,
+    pub lane_ceiling_per_sec: f64,
+    pub hot_saturated: bool,
+    pub e2e_a_cold: Summary,
+    pub e2e_a_hot: Summary,
+    pub e2e_b_cold: Summary,
+    pub e2e_b_hot: Summary,
+    pub hot_over_cold_p99: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StreamFigures {
+    pub stream: String,
+    pub flow: String,
+    pub delivered: u64,
+    pub processed: u64,
+    pub processed_rated: u64,
+    pub derived: u64,
+    pub push_errors: u64,
+    pub aborted_batches: u64,
+    pub decode_errors: u64,
+    pub slow_decodes: u64,
+    pub acked: u64,
+    pub ack_errors: u64,
+    pub refused: u64,
+    pub redelivered: u64,
+    pub receive_errors: u64,
+    pub reconnects: u64,
+    pub lane_budget: u64,
+    pub entry_age_ms: Summary,
+    pub barrier_ms: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_ms: Option<Summary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LoaderFigures {
+    /// Mean cores the crossbench process used over the rated window (the in-process
+    /// control broker included when system = mem).
+    pub cpu_cores_mean: f64,
+    pub cores_available: f64,
+    pub cpu_fraction_of_available: f64,
+    /// Loader CPU per delivery over the rated window.
+    pub cpu_us_per_delivery: f64,
+    pub peak_rss_bytes: u64,
+    pub runtime_threads: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DrainFigures {
+    /// caught-up, grace or cut-short.
+    pub outcome: String,
+    pub seconds: f64,
+    pub grace_sec: f64,
+    pub max_sec: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VoidFigures {
+    pub void: bool,
+    pub reasons: Vec<String>,
+}

@@ -1,0 +1,688 @@
+//! One cell, end to end: set up, hydrate, pace, drain, verify, record.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use adapters::{ConsumeOptions, StreamCounters};
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+
+use crate::counters::{get, FlowCounters, SeqTable};
+use crate::metrics::{Metrics, Window};
+use crate::plan::Plan;
+use crate::producer::{hydrate, FlowSpec, Producer, ProducerEnv};
+use crate::record::host::{cores_available, peak_rss_bytes, process_cpu_seconds, Host};
+use crate::record::invocation::{build_id, utc, Invocation};
+use crate::record::meta::{Meta, StreamMeta};
+use crate::record::result::*;
+use crate::scenario::{Accept, Loaded};
+use crate::selector::Selector;
+use crate::stage::{now_us, Stage, StageEnv};
+use crate::stamp::rates_padding;
+use crate::streamlog::StreamLog;
+use crate::topology::topology;
+
+/// How a run ended, mapped to the documented exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Void,
+}
+
+impl Outcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Void => "VOID",
+        }
+    }
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Pass => 0,
+            Outcome::Fail => 3,
+            Outcome::Void => 4,
+        }
+    }
+}
+
+/// Options from the command line that are not part of the scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub argv: Vec<String>,
+    pub scenario_path: PathBuf,
+    pub out: PathBuf,
+    pub quiet: bool,
+}
+
+/// What a finished run returns.
+#[derive(Debug)]
+pub struct RunReport {
+    pub outcome: Outcome,
+    pub dir: PathBuf,
+    pub summary: String,
+}
+
+/// The drain's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DrainEnd {
+    CaughtUp,
+    Grace,
+    CutShort,
+}
+
+impl DrainEnd {
+    fn name(&self) -> &'static str {
+        match self {
+            DrainEnd::CaughtUp => "caught-up",
+            DrainEnd::Grace => "grace",
+            DrainEnd::CutShort => "cut-short",
+        }
+    }
+}
+
+/// Run one cell. The caller has validated the scenario and created `opts.out`.
+pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
+    let s = &loaded.scenario;
+    let dir = opts.out.clone();
+    let plan = Plan::new(s);
+    let host = Host::probe();
+    let started = SystemTime::now();
+    let resolved_yaml = serde_yaml::to_string(s).context("serialising the resolved scenario")?;
+    let write_invocation = |ended: Option<SystemTime>, outcome: Option<&str>| -> Result<()> {
+        let inv = Invocation {
+            argv: &opts.argv,
+            scenario_path: &opts.scenario_path,
+            scenario_text: &loaded.source_text,
+            resolved_yaml: &resolved_yaml,
+            host: &host,
+            started,
+            ended,
+            outcome,
+        };
+        std::fs::write(dir.join("invocation.txt"), inv.render())
+            .with_context(|| format!("writing {}", dir.join("invocation.txt").display()))
+    };
+    write_invocation(None, None)?;
+    let say = |m: String| {
+        if !opts.quiet {
+            eprintln!("{m}");
+        }
+    };
+    say(format!(
+        "=== crossbench  system={}  R={} ev/s  P={}  duration={}  warmup={}  ramp={} ===",
+        s.system.name(),
+        s.rate,
+        s.properties,
+        s.duration,
+        s.warmup,
+        s.ramp
+    ));
+    say(format!(
+        "invariants: {} deliveries/s, {} ordered lanes, publishes/s native={} copied={}",
+        plan.invariants.deliveries_per_sec,
+        plan.invariants.ordered_lanes,
+        plan.invariants.publishes_per_sec_native,
+        plan.invariants.publishes_per_sec_copied
+    ));
+
+    // Set up the system.
+    let broker = crate::systems::build(s)?;
+    let defs: Vec<_> = plan.stages.iter().map(|p| p.stream.clone()).collect();
+    let topo = topology(
+        &defs,
+        s.properties,
+        plan.lanes,
+        s.durability,
+        s.dedup_window_sec,
+        !s.no_reset,
+    );
+    let description = broker
+        .setup(&topo)
+        .await
+        .with_context(|| format!("setting up {}", s.system.name()))?;
+
+    // Stages.
+    let metrics = Arc::new(Metrics::new(&defs));
+    let window = Arc::new(Window::default());
+    let stage_stop = CancellationToken::new();
+    let skewed = Selector::new(s.properties, s.hot.props, s.hot.factor);
+    let env = StageEnv {
+        broker: broker.clone(),
+        metrics: metrics.clone(),
+        window: window.clone(),
+        cohorts: skewed.is_skewed().then_some(skewed.clone()),
+        stop: stage_stop.clone(),
+        seed: s.seed,
+    };
+    let mut logs = Vec::new();
+    let mut stages = Vec::new();
+    let mut stream_counters = Vec::new();
+    let mut consumers = tokio::task::JoinSet::new();
+    for (i, sp) in plan.stages.iter().enumerate() {
+        let log = Arc::new(
+            StreamLog::create(&dir.join(format!("{}.log", sp.stream.name())))
+                .with_context(|| format!("creating the log of {}", sp.stream.name()))?,
+        );
+        let stage = Arc::new(Stage::new(i, sp.stream.clone(), sp.lane_budget, log.clone(), &env));
+        let counters = Arc::new(StreamCounters::default());
+        let options = ConsumeOptions {
+            batch: s.batch as usize,
+            lanes: sp.lane_budget as usize,
+            counters: counters.clone(),
+        };
+        let b = broker.clone();
+        let (topic, group) = (sp.stream.topic.clone(), sp.stream.group.clone());
+        let h: Arc<dyn adapters::BatchHandler> = stage.clone();
+        let stop = stage_stop.clone();
+        consumers.spawn(async move {
+            let r = b.consume(&topic, &group, options, h, stop).await;
+            (format!("{topic}_{group}"), r)
+        });
+        logs.push(log);
+        stages.push(stage);
+        stream_counters.push(counters);
+    }
+    say(format!(
+        "started {} stages, lane budget {} (headroom {}x)",
+        stages.len(),
+        plan.lane_budget_total(),
+        s.lane_headroom
+    ));
+
+    // Reporter.
+    let flows = [
+        Arc::new(FlowCounters::default()),
+        Arc::new(FlowCounters::default()),
+    ];
+    let phase = Arc::new(parking_lot::Mutex::new("hydrate"));
+    let report_stop = CancellationToken::new();
+    let watch = crate::report::Watch {
+        flows: flows.clone(),
+        stages: stages.iter().map(|st| st.counters.clone()).collect(),
+        streams: stream_counters.clone(),
+        defs: defs.clone(),
+        metrics: metrics.clone(),
+        phase: phase.clone(),
+    };
+    let reporter = {
+        let dir = dir.clone();
+        let stop = report_stop.clone();
+        let quiet = opts.quiet;
+        tokio::spawn(async move { crate::report::run(watch, &dir, started, quiet, stop).await })
+    };
+
+    // Ctrl-C stops the paced traffic early; drain and verification still run.
+    let interrupt = CancellationToken::new();
+    {
+        let interrupt = interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.cancel();
+            }
+        });
+    }
+
+    let seqs = [
+        Arc::new(SeqTable::new(s.properties)),
+        Arc::new(SeqTable::new(s.properties)),
+    ];
+    let abandon = CancellationToken::new();
+    let padding = Arc::new(rates_padding(s.payload_b as usize));
+    let specs = [
+        FlowSpec {
+            flow: b'A',
+            topic: defs[0].topic.clone(),
+            rate: plan.rate_a as f64,
+            ramp: s.ramp.secs_f64(),
+            props: s.properties,
+            hot_props: s.hot.props,
+            hot_factor: s.hot.factor,
+            shards: plan.shards,
+            shard_queue: s.shard_queue as usize,
+            padding: None,
+            first_seq: 1,
+        },
+        FlowSpec {
+            flow: b'B',
+            topic: defs[1].topic.clone(),
+            rate: plan.rate_b as f64,
+            ramp: s.ramp.secs_f64(),
+            props: s.properties,
+            hot_props: s.hot.props,
+            hot_factor: s.hot.factor,
+            shards: plan.shards,
+            shard_queue: s.shard_queue as usize,
+            padding: Some(padding),
+            first_seq: 1,
+        },
+    ];
+    let penv = |i: usize| ProducerEnv {
+        broker: broker.clone(),
+        counters: flows[i].clone(),
+        seqs: seqs[i].clone(),
+        metrics: metrics.clone(),
+        window: window.clone(),
+        abandon: abandon.clone(),
+    };
+
+    // Hydration: seq 0 of every property through the normal publish path, then wait
+    // until it has flowed through all twelve streams.
+    let processed_total = || stages.iter().map(|st| get(&st.counters.processed)).sum::<u64>();
+    let hydration_start = Instant::now();
+    let base: i64 = if s.hydrate { 0 } else { 1 };
+    if s.hydrate {
+        for (i, spec) in specs.iter().enumerate() {
+            hydrate(spec, &penv(i), 96)
+                .await
+                .with_context(|| format!("hydrating flow {}", spec.flow as char))?;
+        }
+        let want = 12 * s.properties;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while processed_total() < want && Instant::now() < deadline && !interrupt.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        say(format!(
+            "hydration: {} properties x 2 flows in {:.1}s, drained={} ({}/{})",
+            s.properties,
+            hydration_start.elapsed().as_secs_f64(),
+            processed_total() >= want,
+            processed_total(),
+            want
+        ));
+    }
+    let hydration_sec = hydration_start.elapsed().as_secs_f64();
+
+    // Paced traffic: warm-up then the rated window.
+    let lead = Duration::from_millis(50);
+    let start = Instant::now() + lead;
+    let start_us = now_us() + lead.as_micros() as i64;
+    let warm = s.warmup.0;
+    let rated = s.duration.0;
+    let rated_start_us = start_us + warm.as_micros() as i64;
+    let rated_end_us = rated_start_us + rated.as_micros() as i64;
+    window.set(rated_start_us, rated_end_us);
+    let rt = tokio::runtime::Handle::current();
+    let producers: Vec<Producer> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| Producer::start(spec.clone(), penv(i), start, start_us, warm + rated, &rt))
+        .collect();
+    *phase.lock() = "warmup";
+
+    // Loader CPU and deliveries at the rated window's edges.
+    let rated_processed = || stages.iter().map(|st| get(&st.counters.processed_rated)).sum::<u64>();
+    let sleep_until = |at: Instant| tokio::time::sleep_until(tokio::time::Instant::from_std(at));
+    let mut stopped_early = false;
+    let mut cpu_at_start = process_cpu_seconds();
+    let mut wall_at_start = Instant::now();
+    tokio::select! {
+        _ = sleep_until(start + warm) => {
+            cpu_at_start = process_cpu_seconds();
+            wall_at_start = Instant::now();
+            *phase.lock() = "rated";
+        }
+        _ = interrupt.cancelled() => { stopped_early = true; }
+    }
+    if !stopped_early {
+        tokio::select! {
+            _ = sleep_until(start + warm + rated) => {}
+            _ = interrupt.cancelled() => { stopped_early = true; }
+        }
+    }
+    let cpu_at_end = process_cpu_seconds();
+    let wall_rated = wall_at_start.elapsed().as_secs_f64().max(1e-9);
+    let rated_done_processed = rated_processed();
+    if stopped_early {
+        say("interrupted: stopping the producers; drain and verification still run".into());
+        for p in &producers {
+            p.stop_early();
+        }
+    }
+    *phase.lock() = "drain";
+    let drain_start = Instant::now();
+    let drain_max = s.drain.max.0;
+    // Publishers may retry until the drain's deadline, then give up (counted failed).
+    {
+        let abandon = abandon.clone();
+        let interrupt = interrupt.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(drain_max) => {}
+                _ = async { interrupt.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {}
+            }
+            abandon.cancel();
+        });
+    }
+    for p in producers {
+        p.finish().await;
+    }
+
+    // Drain: until every stream has processed what its flow published, or nothing
+    // moved for the grace, or the deadline.
+    let grace = s
+        .drain
+        .grace
+        .map(|d| d.0)
+        .unwrap_or_else(|| {
+            Duration::from_millis(description.lease_ms.unwrap_or(0) + 5000).max(Duration::from_secs(5))
+        });
+    let expected = |flow: u8| -> u64 {
+        let f = &flows[usize::from(flow != b'A')];
+        get(&f.published) + get(&f.hydration_published)
+    };
+    let mut last_total = processed_total();
+    let mut last_move = Instant::now();
+    let drain_end = loop {
+        let caught_up = stages
+            .iter()
+            .all(|st| get(&st.counters.processed) >= expected(st.def.flow));
+        if caught_up {
+            break DrainEnd::CaughtUp;
+        }
+        let total = processed_total();
+        if total != last_total {
+            last_total = total;
+            last_move = Instant::now();
+        }
+        if last_move.elapsed() >= grace {
+            break DrainEnd::Grace;
+        }
+        if drain_start.elapsed() >= drain_max || (interrupt.is_cancelled() && stopped_early && drain_start.elapsed() > Duration::from_secs(600)) {
+            break DrainEnd::CutShort;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = async { if stopped_early { std::future::pending::<()>().await } else { interrupt.cancelled().await } } => {
+                // A Ctrl-C during the drain cuts it short.
+                break DrainEnd::CutShort;
+            }
+        }
+    };
+    let drain_sec = drain_start.elapsed().as_secs_f64();
+    say(format!("drain: {} after {:.1}s", drain_end.name(), drain_sec));
+
+    // Stop the stages; close the logs.
+    stage_stop.cancel();
+    let mut consume_errors = Vec::new();
+    while let Some(r) = consumers.join_next().await {
+        match r {
+            Ok((_, Ok(()))) => {}
+            Ok((name, Err(e))) => consume_errors.push(format!("{name}: {e}")),
+            Err(e) => consume_errors.push(format!("consumer task: {e}")),
+        }
+    }
+    for l in &logs {
+        l.close()
+            .with_context(|| format!("closing {}", l.path().display()))?;
+    }
+    report_stop.cancel();
+    if let Ok(Err(e)) = reporter.await {
+        consume_errors.push(format!("reporter: {e}"));
+    }
+    let broker_stats = broker.counters();
+    let _ = broker.close().await;
+
+    // produced.meta, then the checker's verdict.
+    let delivery_accept = match s.accept {
+        Accept::ExactlyOnce => "exactly-once",
+        Accept::AtLeastOnce => "at-least-once",
+    };
+    let meta = Meta {
+        system: s.system.name(),
+        properties: s.properties,
+        rate: s.rate,
+        base,
+        drain: drain_end.name(),
+        delivery: delivery_accept,
+        invariants: &plan.invariants,
+        streams: defs
+            .iter()
+            .zip(&stream_counters)
+            .map(|(d, c)| StreamMeta {
+                name: d.name(),
+                flow: d.flow as char,
+                ack_errors: StreamCounters::get(&c.ack_errors),
+            })
+            .collect(),
+        flows: vec![('A', &*seqs[0]), ('B', &*seqs[1])],
+    };
+    std::fs::write(dir.join("produced.meta"), meta.render()).context("writing produced.meta")?;
+    let verdict = checker::verify_dir(
+        &dir,
+        &checker::VerifyOptions {
+            allow_duplicates: s.accept == Accept::AtLeastOnce,
+            ..Default::default()
+        },
+    )
+    .context("verifying the stream logs")?;
+
+    // Figures.
+    let snaps: BTreeMap<String, _> = [("A".to_string(), flows[0].snapshot()), ("B".to_string(), flows[1].snapshot())]
+        .into_iter()
+        .collect();
+    let identity_holds = snaps.values().all(|f| f.identity_holds());
+    let rated_sec = if stopped_early { wall_rated } else { rated.as_secs_f64() };
+    let offered_rated: u64 = snaps.values().map(|f| f.offered_rated).sum();
+    let deliveries_rated = rated_processed();
+    let _ = rated_done_processed;
+    let all_delivered: u64 = stages.iter().map(|st| get(&st.counters.delivered)).sum();
+    let loader_cores = (cpu_at_end - cpu_at_start) / wall_rated;
+    let avail = cores_available();
+    let rated_deliveries_in_window = rated_done_processed.max(1);
+    let cpu_us_per_delivery = (cpu_at_end - cpu_at_start) * 1e6 / rated_deliveries_in_window as f64;
+    let lag = metrics.schedule_lag.summary();
+
+    // VOID: the loader, not the system, was the limit.
+    let mut void_reasons = Vec::new();
+    let shed_pacer: u64 = snaps.values().map(|f| f.shed_pacer).sum();
+    if shed_pacer > 0 {
+        void_reasons.push(format!(
+            "the pacer fell more than {} events behind and skipped {shed_pacer} (loader could not hold the schedule)",
+            crate::producer::CATCH_UP_CAP
+        ));
+    }
+    if loader_cores / avail > s.void.loader_cpu_max {
+        void_reasons.push(format!(
+            "loader used {:.2} of {:.0} cores ({:.0}% > {:.0}% allowed)",
+            loader_cores,
+            avail,
+            100.0 * loader_cores / avail,
+            100.0 * s.void.loader_cpu_max
+        ));
+    }
+    let lag_max_ms = s.void.schedule_lag_p99_max.secs_f64() * 1000.0;
+    if lag.p99_ms > lag_max_ms {
+        void_reasons.push(format!(
+            "schedule lag p99 {:.2} ms > {:.2} ms allowed (void.schedule_lag_p99_max)",
+            lag.p99_ms, lag_max_ms
+        ));
+    }
+    let mut warnings = consume_errors.clone();
+    let shed_bp: u64 = snaps.values().map(|f| f.shed_backpressure).sum();
+    if shed_bp > 0 {
+        warnings.push(format!(
+            "{shed_bp} events shed: publisher queues were full (the system did not absorb the offered rate through {} shards per flow)",
+            plan.shards
+        ));
+    }
+    if !identity_holds {
+        warnings.push("accounting identity offered = published + shed + failed does not hold".into());
+    }
+    let verdict_pass = verdict.pass;
+    let outcome = if !verdict_pass || !identity_holds {
+        Outcome::Fail
+    } else if !void_reasons.is_empty() {
+        Outcome::Void
+    } else {
+        Outcome::Pass
+    };
+    let ended = SystemTime::now();
+    let summ = |m: &crate::histograms::Metric| m.summary();
+    let streams_fig: Vec<StreamFigures> = stages
+        .iter()
+        .zip(&stream_counters)
+        .zip(&plan.stages)
+        .map(|((st, sc), sp)| StreamFigures {
+            stream: st.def.name(),
+            flow: (st.def.flow as char).to_string(),
+            delivered: get(&st.counters.delivered),
+            processed: get(&st.counters.processed),
+            processed_rated: get(&st.counters.processed_rated),
+            derived: get(&st.counters.derived),
+            push_errors: get(&st.counters.push_errors),
+            aborted_batches: get(&st.counters.aborted),
+            decode_errors: get(&st.counters.decode_errors),
+            slow_decodes: get(&st.counters.slow_decodes),
+            acked: StreamCounters::get(&sc.acked),
+            ack_errors: StreamCounters::get(&sc.ack_errors),
+            refused: StreamCounters::get(&sc.refused),
+            redelivered: StreamCounters::get(&sc.redelivered),
+            receive_errors: StreamCounters::get(&sc.receive_errors),
+            reconnects: StreamCounters::get(&sc.reconnects),
+            lane_budget: sp.lane_budget,
+            entry_age_ms: summ(&metrics.age[st.index]),
+            barrier_ms: summ(&metrics.barrier[st.index]),
+            push_ms: (!st.def.is_terminal()).then(|| summ(&metrics.push[st.index])),
+        })
+        .collect();
+    let skew = skewed.is_skewed().then(|| {
+        let flow_rate = s.rate as f64 / 2.0;
+        let ceiling = s.batch as f64 * 1000.0 / 30.0;
+        let c = [
+            [summ(&metrics.e2e_cohort[0][0]), summ(&metrics.e2e_cohort[0][1])],
+            [summ(&metrics.e2e_cohort[1][0]), summ(&metrics.e2e_cohort[1][1])],
+        ];
+        let cold99 = c[0][0].p99_ms.max(c[1][0].p99_ms);
+        let hot99 = c[0][1].p99_ms.max(c[1][1].p99_ms);
+        let [[a_cold, a_hot], [b_cold, b_hot]] = c;
+        Skew {
+            hot_props: s.hot.props,
+            hot_factor: s.hot.factor,
+            hot_share_pct: skewed.hot_share_pct(),
+            hot_lane_offered_per_sec: skewed.hot_rate(flow_rate),
+            cold_lane_offered_per_sec: skewed.cold_rate(flow_rate),
+            lane_ceiling_per_sec: ceiling,
+            hot_saturated: skewed.hot_rate(flow_rate) > ceiling,
+            e2e_a_cold: a_cold,
+            e2e_a_hot: a_hot,
+            e2e_b_cold: b_cold,
+            e2e_b_hot: b_hot,
+            hot_over_cold_p99: if cold99 > 0.0 { hot99 / cold99 } else { 0.0 },
+        }
+    });
+    let (version, commit) = build_id();
+    let ms = |us: i64| us / 1000;
+    let result = CellResult {
+        schema_version: SCHEMA_VERSION,
+        crossbench: BuildInfo {
+            version,
+            git_commit: commit,
+        },
+        cell: s.name.clone(),
+        outcome: outcome.name().into(),
+        system: description.system.clone(),
+        variant: description.variant.clone(),
+        durability: description.durability,
+        delivery: description.delivery,
+        accept: s.accept,
+        time: Times {
+            started_utc: utc(started),
+            ended_utc: utc(ended),
+            started_unix_ms: started
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+            rated_start_unix_ms: ms(rated_start_us),
+            rated_end_unix_ms: ms(rated_start_us) + (rated_sec * 1000.0) as i64,
+            rated_sec,
+            warmup_sec: warm.as_secs_f64(),
+            drain_sec,
+            hydration_sec,
+        },
+        host: host.clone(),
+        workload: Workload {
+            kind: "pipeline".into(),
+            rate_events_per_sec: s.rate,
+            rate_a: plan.rate_a,
+            rate_b: plan.rate_b,
+            properties: s.properties,
+            lanes: plan.lanes,
+            batch: s.batch,
+            payload_b: s.payload_b,
+            lane_headroom: s.lane_headroom,
+            lane_budget_total: plan.lane_budget_total(),
+            shards_per_flow: plan.shards,
+            base_seq: base,
+            dedup_window_sec: s.dedup_window_sec,
+        },
+        invariants: plan.invariants.clone(),
+        provisioned: description.clone(),
+        flows: snaps.clone(),
+        identity_holds,
+        throughput: Throughput {
+            offered_per_sec: offered_rated as f64 / rated_sec,
+            published_per_sec: 0.0,
+            deliveries_per_sec: deliveries_rated as f64 / rated_sec,
+            served_fraction: deliveries_rated as f64 / rated_sec / plan.invariants.deliveries_per_sec as f64,
+            reference_deliveries_per_sec: all_delivered as f64 / rated_sec,
+        },
+        latency_ms: Latency {
+            e2e_a: summ(&metrics.e2e[0]),
+            e2e_b: summ(&metrics.e2e[1]),
+            e2e_warmup: summ(&metrics.e2e_warmup),
+            schedule_lag: lag.clone(),
+            ingress_publish: summ(&metrics.publish),
+            ideal_work_ms: [("A".to_string(), 45.0), ("B".to_string(), 40.0)].into_iter().collect(),
+        },
+        skew,
+        streams: streams_fig,
+        loader: LoaderFigures {
+            cpu_cores_mean: loader_cores,
+            cores_available: avail,
+            cpu_fraction_of_available: loader_cores / avail,
+            cpu_us_per_delivery,
+            peak_rss_bytes: peak_rss_bytes(),
+            runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+        },
+        drain: DrainFigures {
+            outcome: drain_end.name().into(),
+            seconds: drain_sec,
+            grace_sec: grace.as_secs_f64(),
+            max_sec: drain_max.as_secs_f64(),
+        },
+        void: VoidFigures {
+            void: !void_reasons.is_empty(),
+            reasons: void_reasons.clone(),
+        },
+        verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
+        cost: None,
+        broker_stats,
+        warnings: warnings.clone(),
+    };
+    let mut json = serde_json::to_string_pretty(&result).context("serialising result.json")?;
+    json.push('\n');
+    std::fs::write(dir.join("result.json"), crate::record::redact::redact(&json))
+        .context("writing result.json")?;
+    write_invocation(Some(ended), Some(outcome.name()))?;
+
+    let summary = crate::summary::render(&result, &verdict.render_table(), &dir);
+    Ok(RunReport {
+        outcome,
+        dir,
+        summary,
+    })
+}
+
+/// Where a cell goes when `--out` is not given: `runs/<name>-<UTC stamp>`.
+pub fn default_out(name: &str) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
+    Path::new("runs").join(format!("{name}-{stamp}"))
+}

@@ -1,0 +1,34 @@
+//! Build the adapter a scenario names.
+
+use std::sync::Arc;
+
+use adapters::mem::MemBroker;
+use adapters::Broker;
+
+use crate::scenario::{Scenario, SystemKind};
+
+/// The system is not in this build, or its section is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("system `{system}`: {message}")]
+pub struct SystemError {
+    pub system: String,
+    pub message: String,
+}
+
+pub fn build(s: &Scenario) -> Result<Arc<dyn Broker>, SystemError> {
+    match s.system {
+        SystemKind::Mem => Ok(Arc::new(MemBroker::new(s.mem.clone()))),
+        other => Err(SystemError {
+            system: other.name().into(),
+            message: format!(
+                "this crossbench was built without the `{0}` adapter; rebuild with `cargo build --release --features {0}`",
+                other.name()
+            ),
+        }),
+    }
+}
+
+/// Fail early, before anything is created, when the scenario's system is not built in.
+pub fn check_available(s: &Scenario) -> Result<(), SystemError> {
+    build(s).map(|_| ())
+}
