@@ -7,6 +7,8 @@ pub mod broker;
 pub mod error;
 pub mod lanes;
 pub mod mem;
+pub mod pgmq;
+pub mod rabbitmq;
 
 pub use broker::{
     BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Delivery, Description, Disposition,

@@ -258,6 +258,12 @@ pub struct Scenario {
     /// Control broker options.
     #[serde(default)]
     pub mem: MemOptions,
+    /// pgmq options (system: pgmq).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgmq: Option<adapters::pgmq::PgmqOptions>,
+    /// RabbitMQ options (system: rabbitmq).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rabbitmq: Option<adapters::rabbitmq::RabbitOptions>,
 }
 
 fn yes() -> bool {
@@ -453,6 +459,17 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     }
     if s.prefix.chars().any(|c| c.is_whitespace() || c == '/') {
         return Err(invalid("prefix", "must not contain whitespace or '/'"));
+    }
+    for (section, present, system) in [
+        ("pgmq", s.pgmq.is_some(), SystemKind::Pgmq),
+        ("rabbitmq", s.rabbitmq.is_some(), SystemKind::Rabbitmq),
+    ] {
+        if present && s.system != system {
+            return Err(invalid(
+                section,
+                format!("the {section} section only applies to system: {section}; remove it"),
+            ));
+        }
     }
     if s.system != SystemKind::Mem && s.mem != MemOptions::default() {
         return Err(invalid(

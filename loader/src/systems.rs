@@ -18,6 +18,27 @@ pub struct SystemError {
 pub fn build(s: &Scenario) -> Result<Arc<dyn Broker>, SystemError> {
     match s.system {
         SystemKind::Mem => Ok(Arc::new(MemBroker::new(s.mem.clone()))),
+        #[cfg(feature = "pgmq")]
+        SystemKind::Pgmq => {
+            let o = s.pgmq.clone().unwrap_or_default();
+            adapters::pgmq::PgmqBroker::new(o)
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(|e| SystemError {
+                    system: "pgmq".into(),
+                    message: e.to_string(),
+                })
+        }
+        #[cfg(feature = "rabbitmq")]
+        SystemKind::Rabbitmq => {
+            let o = s.rabbitmq.clone().unwrap_or_default();
+            adapters::rabbitmq::RabbitBroker::new(o)
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(|e| SystemError {
+                    system: "rabbitmq".into(),
+                    message: e.to_string(),
+                })
+        }
+        #[allow(unreachable_patterns)]
         other => Err(SystemError {
             system: other.name().into(),
             message: format!(

@@ -1,0 +1,10 @@
+//! pgmq (PostgreSQL message queue) adapter. Options are always compiled so scenario
+//! files parse in every build; the adapter itself needs the `pgmq` feature.
+
+pub mod options;
+pub use options::PgmqOptions;
+
+#[cfg(feature = "pgmq")]
+mod adapter;
+#[cfg(feature = "pgmq")]
+pub use adapter::PgmqBroker;

@@ -1,0 +1,654 @@
+//! One streaming pass over one stream log.
+//!
+//! State per (stream, property) is [`PropState`]: 16 bytes, in a flat vector indexed by
+//! property (grown on demand up to a bound, a hash map beyond it). A property whose seqs arrive
+//! as `base, base+1, base+2, …` only ever touches that struct (one compare, two stores per
+//! line). The first seq that breaks that pattern (a skip, a repeat, a late or out-of-range seq)
+//! moves the property to a [`Tracker`] in a side map, which keeps the exact set of delivered
+//! seqs as intervals, so that duplicates and late fills are told apart exactly.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::Path;
+
+use crate::intervals::{contains, count_in, max_in, range_len, IntervalSet};
+use crate::meta::Produced;
+use crate::{CheckError, Malformed};
+
+/// Bit of `PropState::lines` set when the property lives in the tracker map.
+const TRACKED: u64 = 1 << 63;
+/// Properties below this index always use the flat vector (16 MiB of state at most per
+/// stream from this bound; larger bounds are taken from the produced map).
+const MIN_DENSE_LIMIT: u64 = 1 << 20;
+/// Hard cap for the flat vector (256 MiB at 16 bytes); beyond it a hash map is used.
+const MAX_DENSE_LIMIT: u64 = 1 << 24;
+/// Read size.
+const BUF_SIZE: usize = 1 << 20;
+/// Malformed examples kept per file (the verdict keeps at most this many overall).
+pub(crate) const MAX_MALFORMED_EXAMPLES: usize = 100;
+const SNIPPET_LEN: usize = 80;
+
+/// Per (stream, property) state on the clean path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PropState {
+    /// Clean path: highest seq so far (`base - 1` before the first line); every seq in
+    /// `[base, max_seen]` was delivered exactly once, in order.
+    pub max_seen: i64,
+    /// Lines delivered for this property; bit 63 = tracked (exact set in the side map).
+    pub lines: u64,
+}
+
+/// Exact state of an anomalous property.
+#[derive(Debug)]
+struct Tracker {
+    seen: IntervalSet,
+    /// Highest legitimately produced seq first-seen so far (phantoms excluded).
+    order_max: i64,
+    violations: u64,
+}
+
+/// What the produced map says about one property of the stream's flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProdInfo {
+    /// The meta has no data lines for this flow: the tail cannot be judged.
+    Unknown,
+    /// The flow has data but never produced this property: every delivery is a phantom.
+    Absent,
+    /// Highest acknowledged seq.
+    Max(i64),
+}
+
+/// Produced map of one flow, arranged for O(1) lookups.
+#[derive(Debug, Default)]
+pub(crate) struct FlowTable {
+    pub(crate) has_data: bool,
+    dense: Vec<i64>,
+    sparse: HashMap<u64, i64>,
+    /// Sorted, deduplicated indeterminate seqs per property.
+    indet: HashMap<u64, Vec<i64>>,
+    /// Legacy: properties at or above this bound are phantoms even without data lines.
+    legacy_bound: Option<u64>,
+}
+
+const ABSENT: i64 = i64::MIN;
+
+impl FlowTable {
+    pub(crate) fn build(produced: &Produced, flow: &str, legacy_bound: Option<u64>) -> Self {
+        let mut t = FlowTable {
+            legacy_bound,
+            ..Default::default()
+        };
+        if let Some(pf) = produced.flows.get(flow) {
+            t.has_data = !pf.max_seq.is_empty();
+            let dense_len = pf
+                .max_seq
+                .iter()
+                .map(|&(p, _)| p)
+                .filter(|&p| p < MAX_DENSE_LIMIT)
+                .max()
+                .map_or(0, |p| p + 1);
+            t.dense = vec![ABSENT; dense_len as usize];
+            for &(p, m) in &pf.max_seq {
+                if p < dense_len {
+                    t.dense[p as usize] = m;
+                } else {
+                    t.sparse.insert(p, m);
+                }
+            }
+        }
+        for ind in produced.indeterminate.iter().filter(|i| i.flow == flow) {
+            t.indet.entry(ind.prop).or_default().push(ind.seq);
+        }
+        for v in t.indet.values_mut() {
+            v.sort_unstable();
+            v.dedup();
+        }
+        t
+    }
+
+    fn max_of(&self, prop: u64) -> Option<i64> {
+        let m = if prop < self.dense.len() as u64 {
+            self.dense[prop as usize]
+        } else {
+            *self.sparse.get(&prop)?
+        };
+        (m != ABSENT).then_some(m)
+    }
+
+    fn has_indet(&self) -> bool {
+        !self.indet.is_empty()
+    }
+
+    pub(crate) fn indet(&self, prop: u64) -> &[i64] {
+        if self.indet.is_empty() {
+            return &[];
+        }
+        self.indet.get(&prop).map_or(&[], |v| v.as_slice())
+    }
+
+    pub(crate) fn info(&self, prop: u64, base: i64) -> ProdInfo {
+        if !self.has_data {
+            return match self.legacy_bound {
+                Some(b) if prop >= b => ProdInfo::Absent,
+                _ => ProdInfo::Unknown,
+            };
+        }
+        match self.max_of(prop) {
+            Some(m) => ProdInfo::Max(m),
+            // Only indeterminate publishes for this property: none required, those allowed.
+            None if !self.indet(prop).is_empty() => ProdInfo::Max(base - 1),
+            None => ProdInfo::Absent,
+        }
+    }
+
+    fn is_phantom(&self, prop: u64, seq: i64, base: i64) -> bool {
+        if seq < base {
+            return true;
+        }
+        match self.info(prop, base) {
+            ProdInfo::Unknown => false,
+            ProdInfo::Absent => true,
+            ProdInfo::Max(m) => seq > m && self.indet(prop).binary_search(&seq).is_err(),
+        }
+    }
+
+    /// Largest member of `seen` that was legitimately produced (or indeterminate).
+    fn legit_max(&self, prop: u64, seen: &[(i64, i64)], base: i64) -> Option<i64> {
+        match self.info(prop, base) {
+            ProdInfo::Unknown => max_in(seen, base, i64::MAX),
+            ProdInfo::Absent => None,
+            ProdInfo::Max(m) => {
+                let a = max_in(seen, base, m);
+                let b = self
+                    .indet(prop)
+                    .iter()
+                    .rev()
+                    .find(|&&s| s > m && contains(seen, s))
+                    .copied();
+                a.max(b)
+            }
+        }
+    }
+}
+
+/// Counts for one stream, before classification into lost tail vs in flight.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct StreamCounts {
+    pub lines: u64,
+    pub unique: u64,
+    pub duplicates: u64,
+    pub properties_seen: u64,
+    pub gaps: u64,
+    pub order_violations: u64,
+    /// Seqs above the delivered frontier up to produced max (lost tail or in flight).
+    pub tail: u64,
+    pub never_delivered_properties: u64,
+    pub phantoms: u64,
+    pub phantom_properties: u64,
+    pub malformed_lines: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ScanOutput {
+    pub counts: StreamCounts,
+    pub malformed: Vec<Malformed>,
+}
+
+/// Reusable per-worker scanning state.
+#[derive(Debug)]
+pub(crate) struct Scanner {
+    dense: Vec<PropState>,
+    dense_limit: u64,
+    sparse: HashMap<u64, PropState>,
+    trackers: HashMap<u64, Tracker>,
+    buf: Vec<u8>,
+    base: i64,
+}
+
+impl Scanner {
+    pub(crate) fn new() -> Self {
+        Scanner {
+            dense: Vec::new(),
+            dense_limit: MIN_DENSE_LIMIT,
+            sparse: HashMap::new(),
+            trackers: HashMap::new(),
+            buf: vec![0; BUF_SIZE],
+            base: 1,
+        }
+    }
+
+    fn reset(&mut self, base: i64, table: &FlowTable) {
+        self.base = base;
+        let init = PropState {
+            max_seen: base - 1,
+            lines: 0,
+        };
+        let keep = self.dense.len();
+        self.dense.clear();
+        self.dense.resize(keep, init);
+        self.dense_limit = (table.dense.len() as u64).clamp(MIN_DENSE_LIMIT, MAX_DENSE_LIMIT);
+        self.sparse.clear();
+        self.trackers.clear();
+    }
+
+    #[inline(always)]
+    fn state_mut(&mut self, prop: u64) -> &mut PropState {
+        if prop < self.dense_limit {
+            let i = prop as usize;
+            if i >= self.dense.len() {
+                self.grow(i);
+            }
+            &mut self.dense[i]
+        } else {
+            let init = PropState {
+                max_seen: self.base - 1,
+                lines: 0,
+            };
+            self.sparse.entry(prop).or_insert(init)
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        let init = PropState {
+            max_seen: self.base - 1,
+            lines: 0,
+        };
+        let want = (i + 1)
+            .max(self.dense.len() * 2)
+            .min(self.dense_limit as usize);
+        self.dense.resize(want.max(i + 1), init);
+    }
+
+    #[inline(always)]
+    fn on_line(&mut self, prop: u64, seq: i64, table: &FlowTable) {
+        let st = self.state_mut(prop);
+        // seq >= 0, so seq - 1 cannot overflow; TRACKED keeps tracked properties off this path.
+        if st.lines & TRACKED == 0 && seq - 1 == st.max_seen {
+            st.max_seen = seq;
+            st.lines += 1;
+            return;
+        }
+        self.on_anomaly(prop, seq, table);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn on_anomaly(&mut self, prop: u64, seq: i64, table: &FlowTable) {
+        let base = self.base;
+        let st = *self.state_mut(prop);
+        if st.lines & TRACKED == 0 {
+            let seen = IntervalSet::from_range(base, st.max_seen);
+            let order_max = table
+                .legit_max(prop, seen.as_slice(), base)
+                .unwrap_or(i64::MIN);
+            self.trackers.insert(
+                prop,
+                Tracker {
+                    seen,
+                    order_max,
+                    violations: 0,
+                },
+            );
+        }
+        {
+            let s = self.state_mut(prop);
+            s.lines = (s.lines + 1) | TRACKED;
+            s.max_seen = s.max_seen.max(seq);
+        }
+        let t = self.trackers.get_mut(&prop).expect("tracked property");
+        if t.seen.insert(seq) && !table.is_phantom(prop, seq, base) {
+            if seq < t.order_max {
+                t.violations += 1;
+            } else {
+                t.order_max = seq;
+            }
+        }
+    }
+
+    /// Scan `path`. `Ok(None)` when the file does not exist.
+    pub(crate) fn scan_file(
+        &mut self,
+        path: &Path,
+        file_label: &str,
+        base: i64,
+        table: &FlowTable,
+        produced_props: &[(u64, i64)],
+    ) -> Result<Option<ScanOutput>, CheckError> {
+        let io_err = |source| CheckError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(e)),
+        };
+        self.reset(base, table);
+        let mut out = ScanOutput::default();
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut filled = 0usize; // bytes of an unfinished line at the front of buf
+        let mut lineno: u64 = 0;
+        let mut skipping = false; // inside an over-long line
+        loop {
+            let n = match file.read(&mut buf[filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf = buf;
+                    return Err(io_err(e));
+                }
+            };
+            if n == 0 {
+                if filled > 0 {
+                    // Last line without a trailing newline.
+                    lineno += 1;
+                    if skipping {
+                        // Already reported when it overflowed the buffer.
+                    } else {
+                        let line = &buf[..filled];
+                        match parse_line(line) {
+                            Some((p, s)) => self.on_line(p, s, table),
+                            None => note_malformed(&mut out, file_label, lineno, line),
+                        }
+                    }
+                }
+                break;
+            }
+            let end = filled + n;
+            let mut pos = 0usize;
+            if skipping {
+                match memchr::memchr(b'\n', &buf[filled..end]) {
+                    Some(off) => {
+                        skipping = false;
+                        pos = filled + off + 1;
+                    }
+                    None => {
+                        filled = 0;
+                        continue;
+                    }
+                }
+            }
+            let data = &buf[..end];
+            loop {
+                // One pass over the bytes for well-formed lines; memchr only for the others.
+                if let Some((p, s, next)) = parse_fast(data, pos) {
+                    lineno += 1;
+                    self.on_line(p, s, table);
+                    pos = next;
+                    continue;
+                }
+                let Some(off) = memchr::memchr(b'\n', &data[pos..]) else {
+                    break;
+                };
+                lineno += 1;
+                let line = &data[pos..pos + off];
+                match parse_line(line) {
+                    Some((p, s)) => self.on_line(p, s, table),
+                    None => note_malformed(&mut out, file_label, lineno, line),
+                }
+                pos += off + 1;
+            }
+            buf.copy_within(pos..end, 0);
+            filled = end - pos;
+            if filled == buf.len() {
+                // A single line longer than the buffer: malformed, skip to its end.
+                lineno += 1;
+                note_malformed(&mut out, file_label, lineno, &buf[..filled]);
+                // The line is counted now; a trailing fragment at EOF must not count again.
+                skipping = true;
+                filled = 0;
+            }
+        }
+        self.buf = buf;
+        self.judge(table, produced_props, &mut out.counts);
+        Ok(Some(out))
+    }
+
+    fn judge(&self, table: &FlowTable, produced_props: &[(u64, i64)], c: &mut StreamCounts) {
+        let base = self.base;
+        let mut visit = |prop: u64, st: &PropState| {
+            let lines = st.lines & !TRACKED;
+            if lines == 0 {
+                return;
+            }
+            c.properties_seen += 1;
+            c.lines += lines;
+            if st.lines & TRACKED == 0 && !table.has_indet() {
+                // Clean property: exactly [base, max_seen] delivered once each, in order.
+                c.unique += lines;
+                match table.info(prop, base) {
+                    ProdInfo::Max(m) => {
+                        c.phantoms += range_len(m.max(base - 1) + 1, st.max_seen);
+                        c.tail += range_len(st.max_seen + 1, m);
+                    }
+                    ProdInfo::Absent => {
+                        c.phantom_properties += 1;
+                        c.phantoms += lines;
+                    }
+                    ProdInfo::Unknown => {}
+                }
+                return;
+            }
+            let clean;
+            let violations;
+            let seen: &[(i64, i64)] = if st.lines & TRACKED != 0 {
+                let t = &self.trackers[&prop];
+                violations = t.violations;
+                t.seen.as_slice()
+            } else {
+                violations = 0;
+                clean = [(base, st.max_seen)];
+                &clean
+            };
+            c.order_violations += violations;
+            judge_prop(prop, seen, lines, table, base, c);
+        };
+        for (prop, st) in self.dense.iter().enumerate() {
+            visit(prop as u64, st);
+        }
+        for (&prop, st) in &self.sparse {
+            visit(prop, st);
+        }
+        // Produced properties with no line at all in this stream.
+        for &(prop, max) in produced_props {
+            let delivered = if prop < self.dense_limit {
+                self.dense.get(prop as usize).is_some_and(|s| s.lines != 0)
+            } else {
+                self.sparse.get(&prop).is_some_and(|s| s.lines != 0)
+            };
+            if !delivered {
+                c.never_delivered_properties += 1;
+                let indet = table.indet(prop);
+                let excused = indet.iter().filter(|&&s| s >= base && s <= max).count() as u64;
+                c.tail += range_len(base, max) - excused;
+            }
+        }
+    }
+}
+
+/// Classify one delivered property: phantoms, gaps, tail.
+fn judge_prop(
+    prop: u64,
+    seen: &[(i64, i64)],
+    lines: u64,
+    table: &FlowTable,
+    base: i64,
+    c: &mut StreamCounts,
+) {
+    let distinct = count_in(seen, i64::MIN, i64::MAX);
+    c.unique += distinct;
+    c.duplicates += lines - distinct;
+    let below = count_in(seen, i64::MIN, base - 1);
+    match table.info(prop, base) {
+        ProdInfo::Absent => {
+            c.phantom_properties += 1;
+            c.phantoms += distinct;
+        }
+        ProdInfo::Unknown => {
+            c.phantoms += below;
+            if let Some(f) = max_in(seen, base, i64::MAX) {
+                c.gaps += range_len(base, f) - count_in(seen, base, f);
+            }
+        }
+        ProdInfo::Max(m) => {
+            let indet = table.indet(prop);
+            let above = count_in(seen, m.saturating_add(1), i64::MAX);
+            let above_indet = indet
+                .iter()
+                .filter(|&&s| s > m && contains(seen, s))
+                .count() as u64;
+            c.phantoms += below + above - above_indet;
+            // Frontier: highest delivered seq that was produced (or indeterminate).
+            let frontier = table.legit_max(prop, seen, base).unwrap_or(base - 1);
+            let hi = frontier.min(m);
+            // Required seqs in [base, hi] not delivered, indeterminate ones excused.
+            let indet_in = |lo: i64, hi: i64| indet.iter().filter(move |&&s| s >= lo && s <= hi);
+            let req = range_len(base, hi) - indet_in(base, hi).count() as u64;
+            let got = count_in(seen, base, hi)
+                - indet_in(base, hi).filter(|&&s| contains(seen, s)).count() as u64;
+            c.gaps += req - got;
+            let tail_lo = hi.max(base - 1) + 1;
+            c.tail += range_len(tail_lo, m) - indet_in(tail_lo, m).count() as u64;
+        }
+    }
+}
+
+fn note_malformed(out: &mut ScanOutput, file: &str, line: u64, bytes: &[u8]) {
+    out.counts.malformed_lines += 1;
+    if out.malformed.len() < MAX_MALFORMED_EXAMPLES {
+        let cut = &bytes[..bytes.len().min(SNIPPET_LEN)];
+        let mut snippet = String::from_utf8_lossy(cut).into_owned();
+        if bytes.len() > SNIPPET_LEN {
+            snippet.push('…');
+        }
+        out.malformed.push(Malformed {
+            file: file.to_string(),
+            line,
+            snippet,
+        });
+    }
+}
+
+/// Fast path: a well-formed line `<prop>,<seq>\n` (1 to 18 digits each) starting at `pos`.
+/// Returns the values and the position after the newline; `None` for anything else
+/// (including a line not yet terminated in `data`), which the caller re-examines.
+#[inline(always)]
+fn parse_fast(data: &[u8], pos: usize) -> Option<(u64, i64, usize)> {
+    let mut i = pos;
+    let mut prop: u64 = 0;
+    loop {
+        let d = data.get(i)?.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        prop = prop * 10 + d as u64;
+        i += 1;
+        if i - pos > 18 {
+            return None;
+        }
+    }
+    if i == pos || data[i] != b',' {
+        return None;
+    }
+    i += 1;
+    let seq_start = i;
+    let mut seq: u64 = 0;
+    loop {
+        let d = data.get(i)?.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        seq = seq * 10 + d as u64;
+        i += 1;
+        if i - seq_start > 18 {
+            return None;
+        }
+    }
+    if i == seq_start || data[i] != b'\n' {
+        return None;
+    }
+    Some((prop, seq as i64, i + 1))
+}
+
+/// Parse `<prop>,<seq>` (both non-negative decimal integers, nothing else on the line).
+#[inline(always)]
+pub(crate) fn parse_line(line: &[u8]) -> Option<(u64, i64)> {
+    let n = line.len();
+    let mut i = 0;
+    let mut prop: u64 = 0;
+    while i < n {
+        let d = line[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        prop = prop.wrapping_mul(10).wrapping_add(d as u64);
+        i += 1;
+    }
+    let prop_digits = i;
+    if prop_digits == 0 || i >= n || line[i] != b',' {
+        return None;
+    }
+    i += 1;
+    let seq_start = i;
+    let mut seq: u64 = 0;
+    while i < n {
+        let d = line[i].wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        seq = seq.wrapping_mul(10).wrapping_add(d as u64);
+        i += 1;
+    }
+    let seq_digits = n - seq_start;
+    if seq_digits == 0 {
+        return None;
+    }
+    if prop_digits > 18 || seq_digits > 18 {
+        // Possible overflow: redo exactly (rare).
+        let s = std::str::from_utf8(line).ok()?;
+        let (p, q) = s.split_once(',')?;
+        return Some((p.parse().ok()?, q.parse::<i64>().ok()?));
+    }
+    Some((prop, seq as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_is_small() {
+        assert_eq!(std::mem::size_of::<PropState>(), 16);
+    }
+
+    #[test]
+    fn parse_line_accepts_only_two_integers() {
+        assert_eq!(parse_line(b"12,34"), Some((12, 34)));
+        assert_eq!(parse_line(b"0,0"), Some((0, 0)));
+        assert_eq!(
+            parse_line(b"18446744073709551615,9223372036854775807"),
+            Some((u64::MAX, i64::MAX))
+        );
+        for bad in [
+            &b""[..],
+            b",",
+            b"1,",
+            b",1",
+            b"1",
+            b"a,1",
+            b"1,a",
+            b"1,-1",
+            b"-1,1",
+            b"1,2,3",
+            b" 1,2",
+            b"1,2 ",
+            b"1,2\r",
+            b"18446744073709551616,1",
+            b"1,9223372036854775808",
+        ] {
+            assert_eq!(parse_line(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
