@@ -15,7 +15,11 @@ fn main() {
         .ok()
         .map(|o| !o.stdout.is_empty())
         .unwrap_or(false);
-    let id = if dirty { format!("{commit}-dirty") } else { commit };
+    let id = if dirty {
+        format!("{commit}-dirty")
+    } else {
+        commit
+    };
     println!("cargo:rustc-env=CROSSBENCH_GIT_COMMIT={id}");
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");

@@ -108,8 +108,11 @@ pub struct Description {
     pub consumer_members: u64,
     /// Network connections opened to the system.
     pub connections: u64,
-    /// Physical writes per logical publish of one message to a topic with `g` groups,
-    /// averaged over the topology (1 for native fan-out, groups for materialised).
+    /// Physical writes the system performs per ingress event over the whole topology:
+    /// every ingress publish and every derived publish, times the copies the system
+    /// makes. The channel-manager pipeline gives 2 with native fan-out (the ingress
+    /// write and one derived write serve all groups) and 6 when every consuming group
+    /// gets its own copy (1 ingress row + 5 derived rows).
     pub publishes_per_ingress_event: f64,
     /// Semantics the application had to build because the system lacks them.
     pub semantics_built_in_app: Vec<String>,

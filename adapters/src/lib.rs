@@ -11,7 +11,7 @@ pub mod pgmq;
 pub mod rabbitmq;
 
 pub use broker::{
-    BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Delivery, Description, Disposition,
+    BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
     Durability, FanOut, KeyBatch, StreamCounters, TopicSpec, Topology,
 };
 pub use error::BrokerError;

@@ -34,6 +34,8 @@ pub struct FlowCounters {
     pub hydration_published: AtomicU64,
     /// Paced events scheduled inside the rated window.
     pub offered_rated: AtomicU64,
+    /// Of those, published.
+    pub published_rated: AtomicU64,
 }
 
 impl FlowCounters {
@@ -52,6 +54,7 @@ impl FlowCounters {
             publish_retries: get(&self.publish_retries),
             hydration_published: get(&self.hydration_published),
             offered_rated: get(&self.offered_rated),
+            published_rated: get(&self.published_rated),
         }
     }
 }
@@ -67,6 +70,7 @@ pub struct FlowSnapshot {
     pub publish_retries: u64,
     pub hydration_published: u64,
     pub offered_rated: u64,
+    pub published_rated: u64,
 }
 
 impl FlowSnapshot {

@@ -61,6 +61,22 @@ impl Metric {
         p.interval.saturating_record(v);
     }
 
+    /// Record many values under one lock.
+    pub fn record_many(&self, values: &[i64]) {
+        if values.is_empty() {
+            return;
+        }
+        let mut p = self.inner.lock();
+        for &us in values {
+            let v = us.clamp(1, MAX_US as i64) as u64;
+            if us > MAX_US as i64 {
+                p.clamped += 1;
+            }
+            p.total.saturating_record(v);
+            p.interval.saturating_record(v);
+        }
+    }
+
     /// Record the same value `n` times.
     pub fn record_n(&self, us: i64, n: u64) {
         let v = us.clamp(1, MAX_US as i64) as u64;

@@ -10,6 +10,7 @@ pub mod producer;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod sampling;
 pub mod scenario;
 pub mod schedule;
 pub mod selector;

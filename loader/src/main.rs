@@ -35,6 +35,18 @@ enum Command {
         /// No per-second lines.
         #[arg(long, short)]
         quiet: bool,
+        /// Pull samples from a remote `crossbench sample` at the end (http://host:port).
+        #[arg(long, value_name = "URL")]
+        sampler: Option<String>,
+    },
+    /// Serve 1 Hz resource samples of this machine over HTTP, for `run --sampler`.
+    Sample {
+        /// Address to listen on, e.g. 127.0.0.1:9464.
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: String,
+        /// Targets, `label=spec` or `spec` (proc:postgres, pid:123, cgroup:/path, container:id, postgres:dsn).
+        #[arg(long = "target", value_name = "TARGET")]
+        targets: Vec<String>,
     },
     /// Re-verify a cell directory offline (ours or the reference harness's).
     Verify {
@@ -90,11 +102,15 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             sets,
             out,
             quiet,
+            sampler,
         } => {
             let loaded = scenario::load(&path, &sets)?;
             // Fail on a system this build lacks before creating anything.
             loader::systems::check_available(&loaded.scenario)?;
             let out = out.unwrap_or_else(|| default_out(&loaded.scenario.name));
+            // Two runs at once contaminate each other's figures: take the machine-wide
+            // run lock, waiting for a run in progress to finish.
+            let _lock = run_lock(quiet)?;
             prepare_out(&out)?;
             let threads = match loaded.scenario.threads {
                 0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -110,11 +126,46 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
                 scenario_path: path,
                 out,
                 quiet,
+                sampler_url: sampler,
             };
             let report = rt.block_on(run_cell(&loaded, &opts))?;
             rt.shutdown_timeout(std::time::Duration::from_secs(2));
             print!("{}", report.summary);
             Ok(report.outcome.exit_code())
+        }
+        Command::Sample { listen, targets } => {
+            let mut specs = Vec::new();
+            for (i, t) in targets.iter().enumerate() {
+                let (label, spec) = scenario::split_target(t);
+                let parsed: sampler::TargetSpec = spec
+                    .parse()
+                    .map_err(|e| BadInput(format!("--target {t}: {e}")))?;
+                specs.push((
+                    label.map_or_else(|| format!("target{i}"), str::to_string),
+                    parsed,
+                ));
+            }
+            let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
+                BadInput(format!(
+                    "--listen {listen}: expected host:port, e.g. 127.0.0.1:9464"
+                ))
+            })?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the runtime")?;
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("listening on {addr}"))?;
+                eprintln!("serving samples on http://{addr}/samples.csv (Ctrl-C stops)");
+                sampler::serve(listener, sampler::SamplerConfig::new(specs), async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await
+                .context("serving samples")
+            })?;
+            Ok(0)
         }
         Command::Verify {
             dir,
@@ -144,6 +195,37 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Ok(if verdict.pass { 0 } else { 3 })
         }
     }
+}
+
+/// Hold the machine-wide run lock (`$CROSSBENCH_LOCK` or /tmp/crossbench-run.lock)
+/// until dropped.
+fn run_lock(quiet: bool) -> anyhow::Result<std::fs::File> {
+    let path = std::env::var_os("CROSSBENCH_LOCK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("crossbench-run.lock"));
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening the run lock {}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            if !quiet {
+                eprintln!(
+                    "waiting for another crossbench run to finish (lock {}): two runs at once would contaminate each other's figures",
+                    path.display()
+                );
+            }
+            f.lock()
+                .with_context(|| format!("waiting for the run lock {}", path.display()))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", path.display()));
+        }
+    }
+    Ok(f)
 }
 
 fn prepare_out(out: &std::path::Path) -> anyhow::Result<()> {

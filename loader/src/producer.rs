@@ -110,9 +110,7 @@ async fn publish_until(
         let t0 = Instant::now();
         match env.broker.publish(topic, key, &payloads).await {
             Ok(()) => {
-                env.metrics
-                    .publish
-                    .record(t0.elapsed().as_micros() as i64);
+                env.metrics.publish.record(t0.elapsed().as_micros() as i64);
                 return Ok(());
             }
             Err(e) => {
@@ -150,10 +148,7 @@ pub async fn hydrate(
             spec.padding.as_deref().map(|v| v.as_slice()),
         );
         set.spawn(async move {
-            let r = env
-                .broker
-                .publish(&topic, &key_of(prop), &[payload])
-                .await;
+            let r = env.broker.publish(&topic, &key_of(prop), &[payload]).await;
             if r.is_ok() {
                 env.seqs.ack(prop, 0);
                 bump(&env.counters.hydration_published, 1);
@@ -182,11 +177,12 @@ impl Producer {
         run_for: Duration,
         runtime: &tokio::runtime::Handle,
     ) -> Producer {
-        let (hot, hot_shards) = if spec.hot_props >= 1 && spec.hot_factor >= 2 && spec.hot_props < spec.props {
-            (spec.hot_props, spec.hot_props.min(64))
-        } else {
-            (0, 0)
-        };
+        let (hot, hot_shards) =
+            if spec.hot_props >= 1 && spec.hot_factor >= 2 && spec.hot_props < spec.props {
+                (spec.hot_props, spec.hot_props.min(64))
+            } else {
+                (0, 0)
+            };
         let cold_shards = spec.shards.clamp(1, (spec.props - hot).max(1));
         let total_shards = (hot_shards + cold_shards) as usize;
         let mut senders = Vec::with_capacity(total_shards);
@@ -211,6 +207,9 @@ impl Producer {
                             Ok(()) => {
                                 env.seqs.ack(job.prop, job.seq);
                                 bump(&env.counters.published, 1);
+                                if env.window.is_rated(job.ts) {
+                                    bump(&env.counters.published_rated, 1);
+                                }
                             }
                             Err(_) => {
                                 // Given up at stop: this and every later job of this shard fail,
@@ -229,7 +228,18 @@ impl Producer {
         let pacer = thread::Builder::new()
             .name(format!("pacer-{}", spec.flow as char))
             .spawn(move || {
-                pace(spec, env, senders, start, start_us, run_for, hot, hot_shards, cold_shards, &stop2)
+                pace(
+                    spec,
+                    env,
+                    senders,
+                    start,
+                    start_us,
+                    run_for,
+                    hot,
+                    hot_shards,
+                    cold_shards,
+                    &stop2,
+                )
             })
             .expect("spawn pacer thread");
         Producer {
@@ -311,9 +321,8 @@ fn pace(
             lag_batch.push(now_us - ts);
             k += 1;
         }
-        for l in lag_batch.drain(..) {
-            lag.record(l.max(0));
-        }
+        lag.record_many(&lag_batch);
+        lag_batch.clear();
         if k >= total {
             break;
         }

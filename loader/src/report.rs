@@ -47,15 +47,13 @@ impl Watch {
             shed: f(&|c| c.shed()),
             failed: f(&|c| get(&c.failed)),
             processed: self.stages.iter().map(|s| get(&s.processed)).collect(),
-            errors: self
-                .stages
-                .iter()
-                .map(|s| get(&s.push_errors))
-                .sum::<u64>()
+            errors: self.stages.iter().map(|s| get(&s.push_errors)).sum::<u64>()
                 + self
                     .streams
                     .iter()
-                    .map(|s| StreamCounters::get(&s.ack_errors) + StreamCounters::get(&s.receive_errors))
+                    .map(|s| {
+                        StreamCounters::get(&s.ack_errors) + StreamCounters::get(&s.receive_errors)
+                    })
                     .sum::<u64>()
                 + f(&|c| get(&c.publish_retries)),
         }
@@ -173,6 +171,8 @@ pub async fn run(
                 eprintln!("{line}");
             }
         }
+        // Flushed every second so a run can be followed (and tested) live.
+        csv.flush()?;
         prev = cur;
         last = now;
         if stopping {

@@ -56,6 +56,8 @@ pub struct RunOptions {
     pub scenario_path: PathBuf,
     pub out: PathBuf,
     pub quiet: bool,
+    /// A remote `crossbench sample` endpoint whose samples are pulled into the cell.
+    pub sampler_url: Option<String>,
 }
 
 /// What a finished run returns.
@@ -107,6 +109,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             .with_context(|| format!("writing {}", dir.join("invocation.txt").display()))
     };
     write_invocation(None, None)?;
+    let sampling = crate::sampling::start(s, &dir)?;
     let say = |m: String| {
         if !opts.quiet {
             eprintln!("{m}");
@@ -167,7 +170,13 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             StreamLog::create(&dir.join(format!("{}.log", sp.stream.name())))
                 .with_context(|| format!("creating the log of {}", sp.stream.name()))?,
         );
-        let stage = Arc::new(Stage::new(i, sp.stream.clone(), sp.lane_budget, log.clone(), &env));
+        let stage = Arc::new(Stage::new(
+            i,
+            sp.stream.clone(),
+            sp.lane_budget,
+            log.clone(),
+            &env,
+        ));
         let counters = Arc::new(StreamCounters::default());
         let options = ConsumeOptions {
             batch: s.batch as usize,
@@ -271,7 +280,12 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
 
     // Hydration: seq 0 of every property through the normal publish path, then wait
     // until it has flowed through all twelve streams.
-    let processed_total = || stages.iter().map(|st| get(&st.counters.processed)).sum::<u64>();
+    let processed_total = || {
+        stages
+            .iter()
+            .map(|st| get(&st.counters.processed))
+            .sum::<u64>()
+    };
     let hydration_start = Instant::now();
     let base: i64 = if s.hydrate { 0 } else { 1 };
     if s.hydrate {
@@ -314,7 +328,12 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     *phase.lock() = "warmup";
 
     // Loader CPU and deliveries at the rated window's edges.
-    let rated_processed = || stages.iter().map(|st| get(&st.counters.processed_rated)).sum::<u64>();
+    let rated_processed = || {
+        stages
+            .iter()
+            .map(|st| get(&st.counters.processed_rated))
+            .sum::<u64>()
+    };
     let sleep_until = |at: Instant| tokio::time::sleep_until(tokio::time::Instant::from_std(at));
     let mut stopped_early = false;
     let mut cpu_at_start = process_cpu_seconds();
@@ -363,13 +382,9 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
 
     // Drain: until every stream has processed what its flow published, or nothing
     // moved for the grace, or the deadline.
-    let grace = s
-        .drain
-        .grace
-        .map(|d| d.0)
-        .unwrap_or_else(|| {
-            Duration::from_millis(description.lease_ms.unwrap_or(0) + 5000).max(Duration::from_secs(5))
-        });
+    let grace = s.drain.grace.map(|d| d.0).unwrap_or_else(|| {
+        Duration::from_millis(description.lease_ms.unwrap_or(0) + 5000).max(Duration::from_secs(5))
+    });
     let expected = |flow: u8| -> u64 {
         let f = &flows[usize::from(flow != b'A')];
         get(&f.published) + get(&f.hydration_published)
@@ -391,7 +406,11 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         if last_move.elapsed() >= grace {
             break DrainEnd::Grace;
         }
-        if drain_start.elapsed() >= drain_max || (interrupt.is_cancelled() && stopped_early && drain_start.elapsed() > Duration::from_secs(600)) {
+        if drain_start.elapsed() >= drain_max
+            || (interrupt.is_cancelled()
+                && stopped_early
+                && drain_start.elapsed() > Duration::from_secs(600))
+        {
             break DrainEnd::CutShort;
         }
         tokio::select! {
@@ -403,7 +422,11 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         }
     };
     let drain_sec = drain_start.elapsed().as_secs_f64();
-    say(format!("drain: {} after {:.1}s", drain_end.name(), drain_sec));
+    say(format!(
+        "drain: {} after {:.1}s",
+        drain_end.name(),
+        drain_sec
+    ));
 
     // Stop the stages; close the logs.
     stage_stop.cancel();
@@ -460,12 +483,59 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     )
     .context("verifying the stream logs")?;
 
+    // The cost of serving the cell, over the rated window.
+    let published_rated: u64 = [&flows[0], &flows[1]]
+        .iter()
+        .map(|f| get(&f.published_rated))
+        .sum();
+    let cost = sampling.finish(
+        sampler::RatedWindow {
+            start_unix_ms: (rated_start_us / 1000) as u64,
+            end_unix_ms: (rated_start_us / 1000) as u64
+                + (if stopped_early {
+                    wall_rated
+                } else {
+                    rated.as_secs_f64()
+                } * 1000.0) as u64,
+        },
+        sampler::WorkloadFacts {
+            ingress_events: published_rated,
+            deliveries: rated_processed(),
+            physical_publishes: (published_rated as f64 * description.publishes_per_ingress_event)
+                .round() as u64,
+            ordered_lanes: description.ordered_lanes,
+            connections: description.connections,
+            consumers: description.consumer_members,
+            queues: description.physical_queues,
+            partitions: plan.lanes * topo.topics.len() as u64,
+            loader_cores_available: cores_available(),
+        },
+    )?;
+    if let Some(url) = &opts.sampler_url {
+        let since = started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        match sampler::pull(url, since, &dir.join("samples-remote.csv")).await {
+            Ok(rows) => say(format!("pulled {rows} remote samples from {url}")),
+            Err(e) => say(format!(
+                "warning: could not pull remote samples from {url}: {e}"
+            )),
+        }
+    }
+
     // Figures.
-    let snaps: BTreeMap<String, _> = [("A".to_string(), flows[0].snapshot()), ("B".to_string(), flows[1].snapshot())]
-        .into_iter()
-        .collect();
+    let snaps: BTreeMap<String, _> = [
+        ("A".to_string(), flows[0].snapshot()),
+        ("B".to_string(), flows[1].snapshot()),
+    ]
+    .into_iter()
+    .collect();
     let identity_holds = snaps.values().all(|f| f.identity_holds());
-    let rated_sec = if stopped_early { wall_rated } else { rated.as_secs_f64() };
+    let rated_sec = if stopped_early {
+        wall_rated
+    } else {
+        rated.as_secs_f64()
+    };
     let offered_rated: u64 = snaps.values().map(|f| f.offered_rated).sum();
     let deliveries_rated = rated_processed();
     let _ = rated_done_processed;
@@ -510,7 +580,8 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         ));
     }
     if !identity_holds {
-        warnings.push("accounting identity offered = published + shed + failed does not hold".into());
+        warnings
+            .push("accounting identity offered = published + shed + failed does not hold".into());
     }
     let verdict_pass = verdict.pass;
     let outcome = if !verdict_pass || !identity_holds {
@@ -553,8 +624,14 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         let flow_rate = s.rate as f64 / 2.0;
         let ceiling = s.batch as f64 * 1000.0 / 30.0;
         let c = [
-            [summ(&metrics.e2e_cohort[0][0]), summ(&metrics.e2e_cohort[0][1])],
-            [summ(&metrics.e2e_cohort[1][0]), summ(&metrics.e2e_cohort[1][1])],
+            [
+                summ(&metrics.e2e_cohort[0][0]),
+                summ(&metrics.e2e_cohort[0][1]),
+            ],
+            [
+                summ(&metrics.e2e_cohort[1][0]),
+                summ(&metrics.e2e_cohort[1][1]),
+            ],
         ];
         let cold99 = c[0][0].p99_ms.max(c[1][0].p99_ms);
         let hot99 = c[0][1].p99_ms.max(c[1][1].p99_ms);
@@ -626,7 +703,9 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             offered_per_sec: offered_rated as f64 / rated_sec,
             published_per_sec: 0.0,
             deliveries_per_sec: deliveries_rated as f64 / rated_sec,
-            served_fraction: deliveries_rated as f64 / rated_sec / plan.invariants.deliveries_per_sec as f64,
+            served_fraction: deliveries_rated as f64
+                / rated_sec
+                / plan.invariants.deliveries_per_sec as f64,
             reference_deliveries_per_sec: all_delivered as f64 / rated_sec,
         },
         latency_ms: Latency {
@@ -635,7 +714,9 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             e2e_warmup: summ(&metrics.e2e_warmup),
             schedule_lag: lag.clone(),
             ingress_publish: summ(&metrics.publish),
-            ideal_work_ms: [("A".to_string(), 45.0), ("B".to_string(), 40.0)].into_iter().collect(),
+            ideal_work_ms: [("A".to_string(), 45.0), ("B".to_string(), 40.0)]
+                .into_iter()
+                .collect(),
         },
         skew,
         streams: streams_fig,
@@ -658,14 +739,17 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             reasons: void_reasons.clone(),
         },
         verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
-        cost: None,
+        cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
         broker_stats,
         warnings: warnings.clone(),
     };
     let mut json = serde_json::to_string_pretty(&result).context("serialising result.json")?;
     json.push('\n');
-    std::fs::write(dir.join("result.json"), crate::record::redact::redact(&json))
-        .context("writing result.json")?;
+    std::fs::write(
+        dir.join("result.json"),
+        crate::record::redact::redact(&json),
+    )
+    .context("writing result.json")?;
     write_invocation(Some(ended), Some(outcome.name()))?;
 
     let summary = crate::summary::render(&result, &verdict.render_table(), &dir);

@@ -24,9 +24,9 @@ impl Dur {
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let us = self.0.as_micros();
-        if us % 1_000_000 == 0 {
+        if us.is_multiple_of(1_000_000) {
             write!(f, "{}s", us / 1_000_000)
-        } else if us % 1000 == 0 {
+        } else if us.is_multiple_of(1000) {
             write!(f, "{}ms", us / 1000)
         } else {
             write!(f, "{us}us")
@@ -186,6 +186,37 @@ impl Default for VoidRule {
     }
 }
 
+/// Resource sampling (scenario section `sample`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SampleSection {
+    /// Targets of the system under test, `label=spec` or `spec` (e.g.
+    /// `postgres=proc:postgres`, `cgroup:/sys/fs/cgroup/system.slice/x.service`,
+    /// `pid:1234`, `container:<id>`, `postgres:<dsn>`). Empty = the system's default
+    /// targets (mem: the loader itself; pgmq: the postgres processes and internals;
+    /// rabbitmq: the beam.smp node). The host and the loader are always sampled.
+    pub targets: Vec<String>,
+    /// Sampling period.
+    pub interval: Dur,
+}
+
+impl Default for SampleSection {
+    fn default() -> Self {
+        SampleSection {
+            targets: Vec::new(),
+            interval: Dur(Duration::from_secs(1)),
+        }
+    }
+}
+
+/// Split `label=spec` (the label may be omitted).
+pub fn split_target(t: &str) -> (Option<&str>, &str) {
+    match t.split_once('=') {
+        Some((l, spec)) if !l.contains(':') && !l.is_empty() => (Some(l), spec),
+        _ => (None, t),
+    }
+}
+
 /// A scenario: one cell.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -255,6 +286,9 @@ pub struct Scenario {
     /// Runtime worker threads for the loader (0 = one per core).
     #[serde(default)]
     pub threads: u64,
+    /// Resource sampling.
+    #[serde(default)]
+    pub sample: SampleSection,
     /// Control broker options.
     #[serde(default)]
     pub mem: MemOptions,
@@ -454,6 +488,17 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     if !(s.void.loader_cpu_max > 0.0 && s.void.loader_cpu_max <= 1.0) {
         return Err(invalid("void.loader_cpu_max", "must be in (0, 1]"));
     }
+    if s.sample.interval.0 < Duration::from_millis(100)
+        || s.sample.interval.0 > Duration::from_secs(60)
+    {
+        return Err(invalid("sample.interval", "must be between 100ms and 60s"));
+    }
+    for (i, t) in s.sample.targets.iter().enumerate() {
+        let (_, spec) = split_target(t);
+        if let Err(e) = spec.parse::<sampler::TargetSpec>() {
+            return Err(invalid(&format!("sample.targets[{i}]"), e.to_string()));
+        }
+    }
     if s.threads > 256 {
         return Err(invalid("threads", "must be at most 256 (0 = one per core)"));
     }
@@ -507,7 +552,12 @@ mod tests {
         let s = parse(
             MIN,
             "t",
-            &["rate=2000".into(), "drain.max=30s".into(), "hot.props=1".into(), "hot.factor=10".into()],
+            &[
+                "rate=2000".into(),
+                "drain.max=30s".into(),
+                "hot.props=1".into(),
+                "hot.factor=10".into(),
+            ],
         )
         .unwrap();
         assert_eq!(s.rate, 2000);

@@ -221,10 +221,7 @@ impl BatchHandler for Stage {
                 }
             }
         } else {
-            rated = stamps
-                .iter()
-                .filter(|s| self.window.is_rated(s.ts))
-                .count() as u64;
+            rated = stamps.iter().filter(|s| self.window.is_rated(s.ts)).count() as u64;
         }
         bump(&self.counters.processed, stamps.len() as u64);
         bump(&self.counters.processed_rated, rated);

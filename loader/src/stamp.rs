@@ -204,8 +204,18 @@ mod tests {
 
     #[test]
     fn garbage_is_rejected_not_panicking() {
-        for g in [&b""[..], b"{", b"{\"prop\":-1", b"not json", b"{\"prop\":1}"] {
-            assert!(Stamp::decode(g).is_err(), "{:?}", String::from_utf8_lossy(g));
+        for g in [
+            &b""[..],
+            b"{",
+            b"{\"prop\":-1",
+            b"not json",
+            b"{\"prop\":1}",
+        ] {
+            assert!(
+                Stamp::decode(g).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(g)
+            );
         }
     }
 

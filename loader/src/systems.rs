@@ -53,3 +53,24 @@ pub fn build(s: &Scenario) -> Result<Arc<dyn Broker>, SystemError> {
 pub fn check_available(s: &Scenario) -> Result<(), SystemError> {
     build(s).map(|_| ())
 }
+
+/// Sampler targets of the system under test when the scenario names none:
+/// (label, spec). For the control broker the system *is* the loader.
+pub fn default_sample_targets(s: &Scenario) -> Vec<(String, String)> {
+    match s.system {
+        SystemKind::Mem => vec![],
+        SystemKind::Pgmq => {
+            let dsn = s.pgmq.clone().unwrap_or_default().dsn;
+            vec![
+                ("postgres".into(), "proc:postgres".into()),
+                ("pg_internals".into(), format!("postgres:{dsn}")),
+            ]
+        }
+        SystemKind::Rabbitmq => vec![("rabbitmq".into(), "proc:beam.smp".into())],
+        SystemKind::Kafka => vec![("kafka".into(), "proc:tansu".into())],
+        SystemKind::Queen => vec![
+            ("queen".into(), "proc:queen".into()),
+            ("postgres".into(), "proc:postgres".into()),
+        ],
+    }
+}

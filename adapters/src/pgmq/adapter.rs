@@ -1,53 +1,987 @@
-//! PLACEHOLDER: being written; replaced by the real adapter before this lands.
+//! The pgmq adapter (sqlx 0.9, plain SQL calls of the pgmq 1.13 functions).
+//!
+//! Topology: pgmq has no consumer groups, so every (topic, group) is its own queue
+//! `<topic>_<group>` (non-alphanumerics → `_`, lower case) and a publish writes one row
+//! per group of the topic (materialised fan-out). The ordering key (or its lane,
+//! `lanes::lane_key`, when lanes < keys) travels in the `x-pgmq-group` header, which is
+//! what pgmq's grouped reads order by; every queue gets pgmq's FIFO (GIN on headers)
+//! index.
+//!
+//! Publish: one SQL statement per key-batch that calls `send_batch` once per group queue
+//! of the topic. One statement is one implicit transaction: every group gets the batch or
+//! none does (a retried publish never duplicates into some groups only), it costs one
+//! round trip and one commit (one WAL flush) instead of one per group.
+//!
+//! Consume: `readers` loops per stream, each `read_grouped_head` (or `_rr`) → group the
+//! rows by header group in msg_id order → one concurrent handler call per key → one
+//! `delete` (or `archive`) of the acked ids. A per-stream in-flight key set keeps two
+//! readers of one stream from handing the same key to the stage at once (possible when a
+//! visibility timeout expires under a slow handler, and with `read_grouped_rr`'s race).
+//! Refused batches are not deleted and reappear after the visibility timeout. Failed
+//! calls are counted, backed off and retried; a connection-class failure drops the
+//! connection so the pool reconnects.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Row};
+use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::options::{redact_dsn, AckMode, ReadFn};
 use super::PgmqOptions;
-use crate::broker::{BatchHandler, Broker, ConsumeOptions, Description, Topology};
+use crate::broker::{
+    BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
+    Durability, FanOut, KeyBatch, StreamCounters, Topology,
+};
 use crate::error::BrokerError;
+use crate::lanes::lane_key;
 
+/// The header pgmq's grouped reads group by.
+const GROUP_HEADER: &str = "x-pgmq-group";
+
+/// What `setup` learned about one topic.
+#[derive(Debug)]
+struct TopicState {
+    /// (group, queue) in stream order.
+    queues: Vec<(String, String)>,
+    /// The publish statement: one `send_batch` CTE per queue.
+    publish_sql: Arc<str>,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    logical_publishes: AtomicU64,
+    rows_sent: AtomicU64,
+    send_calls: AtomicU64,
+    reads: AtomicU64,
+    empty_reads: AtomicU64,
+    rows_read: AtomicU64,
+    ack_calls: AtomicU64,
+    rows_acked: AtomicU64,
+    ack_missing: AtomicU64,
+    rows_refused: AtomicU64,
+    rows_redelivered: AtomicU64,
+    rows_skipped_in_flight: AtomicU64,
+    rows_deferred: AtomicU64,
+    connections_dropped: AtomicU64,
+    ack_retries: AtomicU64,
+    /// `errors_<op>_<class>` → count.
+    errors: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Stats {
+    fn error(&self, op: &str, e: &BrokerError) {
+        *self
+            .errors
+            .lock()
+            .entry(format!("pgmq_errors_{op}_{}", e.class()))
+            .or_default() += 1;
+    }
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// The pgmq broker.
 #[derive(Debug)]
 pub struct PgmqBroker {
-    _options: PgmqOptions,
+    options: PgmqOptions,
+    pool: OnceLock<PgPool>,
+    pool_size: OnceLock<u32>,
+    topics: RwLock<HashMap<String, Arc<TopicState>>>,
+    lanes: AtomicU64,
+    keys: AtomicU64,
+    stats: Stats,
+}
+
+/// A classified failure, plus whether the connection it happened on should be dropped.
+fn classify(e: sqlx::Error) -> (BrokerError, bool) {
+    let text = redact_dsn(&e.to_string());
+    match &e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => (BrokerError::Connection(text), true),
+        sqlx::Error::PoolTimedOut => (BrokerError::Timeout(format!("pool: {text}")), false),
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+            match code.as_str() {
+                // query_canceled (statement_timeout)
+                "57014" => (BrokerError::Timeout(text), false),
+                // admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now,
+                // too_many_connections, connection exceptions
+                c if c.starts_with("57P") || c.starts_with("08") || c == "53300" => {
+                    (BrokerError::Connection(text), true)
+                }
+                "42883" | "3F000" | "42P01" => (BrokerError::Config {
+                    field: "pgmq".into(),
+                    message: format!("{text} (is the pgmq extension installed? run scripts/provision/pgmq.sh)"),
+                }, false),
+                _ => (BrokerError::Refused(text), false),
+            }
+        }
+        sqlx::Error::Configuration(_) => (
+            BrokerError::Config {
+                field: "pgmq.dsn".into(),
+                message: text,
+            },
+            false,
+        ),
+        _ => (BrokerError::Other(text), false),
+    }
+}
+
+/// A pgmq queue name for (topic, group): lower case, `[a-z0-9_]` only.
+pub fn queue_name(topic: &str, group: &str) -> String {
+    format!("{topic}_{group}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn publish_sql(queues: usize) -> String {
+    // $1 payloads (text[] of JSON documents), $2 header document, $3 row count,
+    // $4.. queue names. Every CTE is referenced so Postgres runs every send_batch.
+    let mut sql = String::from("WITH ");
+    for i in 0..queues {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "q{i} AS (SELECT 1 FROM pgmq.send_batch(${}::text, $1::text[]::jsonb[], array_fill($2::jsonb, ARRAY[$3::int])))",
+            i + 4
+        ));
+    }
+    sql.push_str(" SELECT (0");
+    for i in 0..queues {
+        sql.push_str(&format!(" + (SELECT count(*) FROM q{i})"));
+    }
+    sql.push_str(")::bigint");
+    sql
+}
+
+fn read_sql(f: ReadFn) -> &'static str {
+    match f {
+        ReadFn::Head => "SELECT msg_id, read_ct, message::text AS body, headers->>'x-pgmq-group' AS grp FROM pgmq.read_grouped_head($1::text, $2::int, $3::int)",
+        ReadFn::Rr => "SELECT msg_id, read_ct, message::text AS body, headers->>'x-pgmq-group' AS grp FROM pgmq.read_grouped_rr($1::text, $2::int, $3::int)",
+    }
+}
+
+fn ack_sql(a: AckMode) -> &'static str {
+    match a {
+        AckMode::Delete => "SELECT count(*) FROM pgmq.delete($1::text, $2::bigint[])",
+        AckMode::Archive => "SELECT count(*) FROM pgmq.archive($1::text, $2::bigint[])",
+    }
+}
+
+/// Sleep unless `stop` fires first; true when stopped.
+async fn nap(d: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = stop.cancelled() => true,
+        _ = tokio::time::sleep(d) => false,
+    }
+}
+
+/// One row of a grouped read.
+struct Row_ {
+    id: i64,
+    read_ct: i32,
+    body: String,
+    group: String,
 }
 
 impl PgmqBroker {
     pub fn new(options: PgmqOptions) -> Result<Self, BrokerError> {
-        Ok(PgmqBroker { _options: options })
+        options
+            .validate()
+            .map_err(|(field, message)| BrokerError::Config { field, message })?;
+        // Parse the DSN now so a malformed one fails before anything runs.
+        PgConnectOptions::from_str(&options.dsn).map_err(|e| BrokerError::Config {
+            field: "pgmq.dsn".into(),
+            message: redact_dsn(&e.to_string()),
+        })?;
+        Ok(PgmqBroker {
+            options,
+            pool: OnceLock::new(),
+            pool_size: OnceLock::new(),
+            topics: RwLock::new(HashMap::new()),
+            lanes: AtomicU64::new(1),
+            keys: AtomicU64::new(1),
+            stats: Stats::default(),
+        })
+    }
+
+    pub fn options(&self) -> &PgmqOptions {
+        &self.options
+    }
+
+    /// The pool, created on first use (lazily: nothing connects until a query runs).
+    fn pool(&self, streams: usize) -> Result<&PgPool, BrokerError> {
+        if let Some(p) = self.pool.get() {
+            return Ok(p);
+        }
+        let size = if self.options.pool_size > 0 {
+            self.options.pool_size
+        } else {
+            ((self.options.readers * streams.max(1)) as u32 + 16).min(90)
+        };
+        let opts = PgConnectOptions::from_str(&self.options.dsn)
+            .map_err(|e| BrokerError::Config {
+                field: "pgmq.dsn".into(),
+                message: redact_dsn(&e.to_string()),
+            })?
+            .application_name("crossbench-pgmq")
+            .options([(
+                "statement_timeout",
+                format!("{}", self.options.statement_timeout.as_millis()),
+            )]);
+        let pool = PgPoolOptions::new()
+            .max_connections(size)
+            .min_connections(0)
+            .acquire_timeout(Duration::from_secs(10))
+            // A ping per acquire would double the round trips; broken connections are
+            // dropped on the error instead (close_on_drop).
+            .test_before_acquire(false)
+            .connect_lazy_with(opts);
+        let _ = self.pool_size.set(size);
+        let _ = self.pool.set(pool);
+        Ok(self.pool.get().expect("just set"))
+    }
+
+    fn ready_pool(&self) -> Result<&PgPool, BrokerError> {
+        self.pool.get().ok_or_else(|| {
+            BrokerError::Other("pgmq: setup has not run (no connection pool)".into())
+        })
+    }
+
+    fn topic(&self, name: &str) -> Result<Arc<TopicState>, BrokerError> {
+        self.topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| BrokerError::UnknownTopic(name.to_string()))
+    }
+
+    async fn conn(&self, pool: &PgPool) -> Result<PoolConnection<Postgres>, (BrokerError, bool)> {
+        pool.acquire().await.map_err(classify)
+    }
+
+    /// Run a fallible step; on a connection-class failure drop the connection.
+    fn settle<T>(
+        &self,
+        conn: &mut PoolConnection<Postgres>,
+        r: Result<T, sqlx::Error>,
+    ) -> Result<T, (BrokerError, bool)> {
+        r.map_err(|e| {
+            let (err, drop_conn) = classify(e);
+            if drop_conn {
+                conn.close_on_drop();
+                add(&self.stats.connections_dropped, 1);
+            }
+            (err, drop_conn)
+        })
+    }
+
+    /// A client-side guard a little longer than the server's statement timeout, for a
+    /// connection that hangs without an error.
+    fn guard(&self) -> Duration {
+        self.options.statement_timeout + Duration::from_secs(5)
+    }
+
+    async fn read(
+        &self,
+        pool: &PgPool,
+        queue: &str,
+        qty: i32,
+    ) -> Result<Vec<Row_>, (BrokerError, bool)> {
+        let mut conn = self.conn(pool).await?;
+        let q = sqlx::query(read_sql(self.options.read_fn))
+            .bind(queue)
+            .bind(self.options.vt_secs())
+            .bind(qty);
+        let r = match tokio::time::timeout(self.guard(), q.fetch_all(&mut *conn)).await {
+            Ok(r) => r,
+            Err(_) => {
+                conn.close_on_drop();
+                return Err((BrokerError::Timeout("read: no answer".into()), true));
+            }
+        };
+        let rows = self.settle(&mut conn, r)?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(Row_ {
+                    id: r.try_get("msg_id")?,
+                    read_ct: r.try_get("read_ct")?,
+                    body: r.try_get("body")?,
+                    group: r.try_get::<Option<String>, _>("grp")?.unwrap_or_default(),
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(|e| (BrokerError::Other(redact_dsn(&e.to_string())), false))
+    }
+
+    async fn ack_once(
+        &self,
+        pool: &PgPool,
+        queue: &str,
+        ids: &[i64],
+    ) -> Result<i64, (BrokerError, bool)> {
+        let mut conn = self.conn(pool).await?;
+        let q = sqlx::query_scalar::<_, i64>(ack_sql(self.options.ack))
+            .bind(queue)
+            .bind(ids);
+        let r = match tokio::time::timeout(self.guard(), q.fetch_one(&mut *conn)).await {
+            Ok(r) => r,
+            Err(_) => {
+                conn.close_on_drop();
+                return Err((BrokerError::Timeout("ack: no answer".into()), true));
+            }
+        };
+        self.settle(&mut conn, r)
+    }
+
+    /// Ack (delete/archive) ids, retrying a few times: the call is idempotent.
+    async fn ack(
+        &self,
+        pool: &PgPool,
+        queue: &str,
+        ids: &[i64],
+        counters: &StreamCounters,
+    ) -> bool {
+        let mut backoff = Duration::from_millis(50);
+        for attempt in 0..4 {
+            add(&self.stats.ack_calls, 1);
+            match self.ack_once(pool, queue, ids).await {
+                Ok(n) => {
+                    let n = n.max(0) as u64;
+                    add(&self.stats.rows_acked, n);
+                    add(
+                        &self.stats.ack_missing,
+                        (ids.len() as u64).saturating_sub(n),
+                    );
+                    return true;
+                }
+                Err((e, reconnect)) => {
+                    self.stats.error("ack", &e);
+                    if reconnect {
+                        StreamCounters::add(&counters.reconnects, 1);
+                    }
+                    if attempt < 3 {
+                        add(&self.stats.ack_retries, 1);
+                        tokio::time::sleep(backoff).await;
+                        backoff *= 2;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Put rows back to visible at once (rows another reader's key holds, under `rr`).
+    async fn release_rows(&self, pool: &PgPool, queue: &str, ids: &[i64]) {
+        if let Ok(mut conn) = pool.acquire().await {
+            let r = sqlx::query("SELECT count(*) FROM pgmq.set_vt($1::text, $2::bigint[], 0)")
+                .bind(queue)
+                .bind(ids)
+                .execute(&mut *conn)
+                .await;
+            if let Err((e, _)) = self.settle(&mut conn, r) {
+                self.stats.error("set_vt", &e);
+            }
+        }
+    }
+
+    /// One reader loop: read → claim keys → spawn one handler task per key. Completions
+    /// go to the stream's acker through `done`; capacity (`cap`, in messages) bounds what
+    /// is read but not yet acked, so a reader never waits for its slowest key before
+    /// reading again (no per-read barrier) and never floods the stage.
+    async fn reader(&self, s: &StreamCtx, done: mpsc::UnboundedSender<Done>) {
+        let o = &self.options;
+        let mut empty_backoff = o.empty_backoff;
+        let mut err_backoff = Duration::from_millis(50);
+        let counters = &s.counters;
+        loop {
+            // Capacity first: at least one message, at most qty.
+            let first = tokio::select! {
+                _ = s.stop.cancelled() => break,
+                p = s.cap.clone().acquire_owned() => p.expect("never closed"),
+            };
+            first.forget();
+            let mut got = 1usize;
+            let extra = s.cap.available_permits().min(s.qty - 1);
+            if extra > 0 {
+                if let Ok(p) = s.cap.try_acquire_many(extra as u32) {
+                    p.forget();
+                    got += extra;
+                }
+            }
+            let read = self.read(&s.pool, &s.queue, got as i32).await;
+            let mut rows = match read {
+                Ok(rows) => {
+                    err_backoff = Duration::from_millis(50);
+                    rows
+                }
+                Err((e, reconnect)) => {
+                    s.cap.add_permits(got);
+                    StreamCounters::add(&counters.receive_errors, 1);
+                    if reconnect {
+                        StreamCounters::add(&counters.reconnects, 1);
+                    }
+                    self.stats.error("read", &e);
+                    if nap(err_backoff, &s.stop).await {
+                        break;
+                    }
+                    err_backoff = (err_backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            add(&self.stats.reads, 1);
+            s.cap.add_permits(got.saturating_sub(rows.len()));
+            if rows.is_empty() {
+                add(&self.stats.empty_reads, 1);
+                if nap(empty_backoff, &s.stop).await {
+                    break;
+                }
+                empty_backoff = (empty_backoff * 2).min(o.empty_backoff_max);
+                continue;
+            }
+            empty_backoff = o.empty_backoff;
+            add(&self.stats.rows_read, rows.len() as u64);
+            if s.stop.is_cancelled() {
+                // The run is over: leave the rows to their visibility timeout.
+                s.cap.add_permits(rows.len());
+                break;
+            }
+
+            // Group by key, msg_id order inside each key (UPDATE … RETURNING has no order).
+            rows.sort_unstable_by_key(|r| r.id);
+            let mut order: Vec<String> = Vec::new();
+            let mut by_key: HashMap<String, Vec<Row_>> = HashMap::new();
+            for r in rows {
+                let slot = by_key.entry(r.group.clone()).or_default();
+                if slot.is_empty() {
+                    order.push(r.group.clone());
+                }
+                slot.push(r);
+            }
+            let mut claimed: Vec<(Arc<str>, Vec<Row_>)> = Vec::with_capacity(order.len());
+            // Rows of a key this stream is still working on: `stale` are the very rows in
+            // flight (their visibility timeout ran out under a slow handler: leave them
+            // invisible, the handler's ack removes them); `early` are later rows of the
+            // key (read between the ack's commit and the key's release, or by `rr`'s
+            // race): make them visible again at once so they are not stuck behind the
+            // timeout.
+            let mut stale = 0usize;
+            let mut early: Vec<i64> = Vec::new();
+            {
+                let mut held = s.in_flight.lock();
+                for k in order {
+                    let rows = by_key.remove(&k).expect("key was grouped");
+                    let key: Arc<str> = Arc::from(k);
+                    match held.get(&key) {
+                        None => {
+                            held.insert(key.clone(), rows.iter().map(|r| r.id).collect());
+                            claimed.push((key, rows));
+                        }
+                        Some(ids) => {
+                            for r in &rows {
+                                if ids.contains(&r.id) {
+                                    stale += 1;
+                                } else {
+                                    early.push(r.id);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if stale + early.len() > 0 {
+                s.cap.add_permits(stale + early.len());
+                add(&self.stats.rows_skipped_in_flight, stale as u64);
+                add(&self.stats.rows_deferred, early.len() as u64);
+                if !early.is_empty() {
+                    self.release_rows(&s.pool, &s.queue, &early).await;
+                }
+            }
+
+            for (key, rows) in claimed {
+                let redelivered = rows.iter().filter(|r| r.read_ct > 1).count() as u64;
+                if redelivered > 0 {
+                    StreamCounters::add(&counters.redelivered, redelivered);
+                    add(&self.stats.rows_redelivered, redelivered);
+                }
+                let mut ids: Vec<i64> = Vec::with_capacity(rows.len());
+                let mut messages = Vec::with_capacity(rows.len());
+                for r in rows {
+                    ids.push(r.id);
+                    messages.push(Delivery {
+                        payload: Bytes::from(r.body),
+                        redelivered: r.read_ct > 1,
+                    });
+                }
+                let batch = KeyBatch {
+                    key: key.clone(),
+                    messages,
+                };
+                let handler = s.handler.clone();
+                let done = done.clone();
+                tokio::spawn(async move {
+                    let disposition = handler.handle(batch).await;
+                    let _ = done.send(Done {
+                        key,
+                        ids,
+                        disposition,
+                    });
+                });
+            }
+        }
+    }
+
+    /// The stream's acker: batches the completions that are ready into one delete (or
+    /// archive), then frees their keys and capacity. Ends when every sender is gone.
+    async fn acker(&self, s: &StreamCtx, mut done: mpsc::UnboundedReceiver<Done>) {
+        let counters = &s.counters;
+        while let Some(first) = done.recv().await {
+            let mut batch = vec![first];
+            while let Ok(more) = done.try_recv() {
+                batch.push(more);
+            }
+            let mut ack_ids: Vec<i64> = Vec::new();
+            let mut n_all = 0usize;
+            for d in &batch {
+                n_all += d.ids.len();
+                match d.disposition {
+                    Disposition::Ack => ack_ids.extend_from_slice(&d.ids),
+                    Disposition::Refuse => {
+                        StreamCounters::add(&counters.refused, d.ids.len() as u64);
+                        add(&self.stats.rows_refused, d.ids.len() as u64);
+                    }
+                }
+            }
+            if !ack_ids.is_empty() {
+                if self.ack(&s.pool, &s.queue, &ack_ids, counters).await {
+                    StreamCounters::add(&counters.acked, ack_ids.len() as u64);
+                } else {
+                    StreamCounters::add(&counters.ack_errors, ack_ids.len() as u64);
+                }
+            }
+            // Release the keys only once their rows are gone (or left to the timeout).
+            {
+                let mut held = s.in_flight.lock();
+                for d in &batch {
+                    held.remove(&d.key);
+                }
+            }
+            s.cap.add_permits(n_all);
+        }
     }
 }
 
-fn todo() -> BrokerError {
-    BrokerError::Other("the pgmq adapter is not written yet".into())
+/// What a reader shares with its stream.
+struct StreamCtx {
+    pool: PgPool,
+    queue: String,
+    qty: usize,
+    counters: Arc<StreamCounters>,
+    handler: Arc<dyn BatchHandler>,
+    in_flight: Mutex<HashMap<Arc<str>, Vec<i64>>>,
+    cap: Arc<Semaphore>,
+    stop: CancellationToken,
+}
+
+/// A finished handler call.
+struct Done {
+    key: Arc<str>,
+    ids: Vec<i64>,
+    disposition: Disposition,
 }
 
 #[async_trait]
 impl Broker for PgmqBroker {
-    async fn setup(&self, _t: &Topology) -> Result<Description, BrokerError> {
-        Err(todo())
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        let streams = topology.stream_count();
+        let pool = self.pool(streams)?.clone();
+        let o = &self.options;
+        let mut conn = pool.acquire().await.map_err(|e| {
+            let (err, _) = classify(e);
+            BrokerError::Connection(format!(
+                "cannot connect to PostgreSQL at {}: {err} (run scripts/provision/pgmq.sh)",
+                redact_dsn(&o.dsn)
+            ))
+        })?;
+        let sq = |e: sqlx::Error| classify(e).0;
+
+        // Preflight: the extension and the functions this configuration calls.
+        let version: Option<String> =
+            sqlx::query_scalar("SELECT extversion FROM pg_extension WHERE extname = 'pgmq'")
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(sq)?;
+        let Some(version) = version else {
+            return Err(BrokerError::Config {
+                field: "pgmq.dsn".into(),
+                message: format!(
+                    "the pgmq extension is not installed in the database of {}; run scripts/provision/pgmq.sh",
+                    redact_dsn(&o.dsn)
+                ),
+            });
+        };
+        for f in [
+            o.read_fn.sql_name(),
+            "create_fifo_index",
+            "send_batch",
+            o.ack.sql_name(),
+        ] {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'pgmq' AND p.proname = $1",
+            )
+            .bind(f)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(sq)?;
+            if n == 0 {
+                return Err(BrokerError::Config {
+                    field: "pgmq.read_fn".into(),
+                    message: format!(
+                        "pgmq {version} has no pgmq.{f}; it cannot express the workload (needs pgmq >= 1.11.1; scripts/provision/pgmq.sh installs 1.13.0)"
+                    ),
+                });
+            }
+        }
+        let fsync: String = sqlx::query_scalar("SELECT current_setting('fsync')")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(sq)?;
+        let sync_commit: String =
+            sqlx::query_scalar("SELECT current_setting('synchronous_commit')")
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(sq)?;
+        match topology.durability {
+            Durability::Memory => {
+                return Err(BrokerError::Config {
+                    field: "durability".into(),
+                    message: "pgmq queues are WAL-logged PostgreSQL tables; use durability default or fsync".into(),
+                })
+            }
+            Durability::Fsync if fsync != "on" || sync_commit == "off" => {
+                return Err(BrokerError::Config {
+                    field: "durability".into(),
+                    message: format!(
+                        "durability fsync needs the server at fsync=on and synchronous_commit on (server: fsync={fsync}, synchronous_commit={sync_commit})"
+                    ),
+                })
+            }
+            _ => {}
+        }
+
+        // Queues.
+        let mut seen: HashMap<String, (String, String)> = HashMap::new();
+        let mut states = HashMap::new();
+        for t in &topology.topics {
+            let mut queues = Vec::new();
+            for g in &t.groups {
+                let q = queue_name(&t.name, g);
+                if q.len() > 47 {
+                    return Err(BrokerError::Config {
+                        field: "prefix".into(),
+                        message: format!("pgmq queue name {q:?} is longer than pgmq's 47 characters; use a shorter prefix"),
+                    });
+                }
+                if let Some((t0, g0)) = seen.insert(q.clone(), (t.name.clone(), g.clone())) {
+                    return Err(BrokerError::Config {
+                        field: "topology".into(),
+                        message: format!(
+                            "streams {t0}/{g0} and {}/{g} map to the same pgmq queue {q:?}",
+                            t.name
+                        ),
+                    });
+                }
+                if topology.reset {
+                    sqlx::query("SELECT pgmq.drop_queue($1::text)")
+                        .bind(&q)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(sq)?;
+                }
+                sqlx::query("SELECT pgmq.create($1::text)")
+                    .bind(&q)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(sq)?;
+                sqlx::query("SELECT pgmq.create_fifo_index($1::text)")
+                    .bind(&q)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(sq)?;
+                queues.push((g.clone(), q));
+            }
+            let sql: Arc<str> = Arc::from(publish_sql(queues.len()));
+            states.insert(
+                t.name.clone(),
+                Arc::new(TopicState {
+                    queues,
+                    publish_sql: sql,
+                }),
+            );
+        }
+        drop(conn);
+        *self.topics.write() = states;
+        let keys = topology.keys.max(1);
+        let lanes = topology.lanes.clamp(1, keys);
+        self.keys.store(keys, Ordering::Relaxed);
+        self.lanes.store(lanes, Ordering::Relaxed);
+
+        let mut notes = vec![
+            format!("pgmq {version}; server fsync={fsync}, synchronous_commit={sync_commit}"),
+            format!(
+                "{} readers per stream, visibility timeout {} s, ack by {}",
+                o.readers,
+                o.vt_secs(),
+                o.ack.sql_name()
+            ),
+            "message bodies are jsonb: PostgreSQL re-serialises them (key order, spaces), so the stage decodes every delivery on its slow path".into(),
+        ];
+        if o.read_fn == ReadFn::Head {
+            notes.push("read_grouped_head yields at most one row per group per read: key-batches hold one message".into());
+        } else {
+            notes.push("read_grouped_rr races under concurrent readers (a reader can take later rows of a group whose head another holds)".into());
+        }
+        if topology.dedup_window_sec > 0 {
+            notes.push(format!(
+                "dedup window {} s requested: pgmq has no broker-side dedup; not honoured",
+                topology.dedup_window_sec
+            ));
+        }
+        if lanes < keys {
+            notes.push(format!("{keys} keys hashed onto {lanes} groups (x-pgmq-group = l<fnv1a32(key) mod {lanes}>)"));
+        }
+        Ok(Description {
+            system: "pgmq".into(),
+            variant: format!("{}/{}", o.read_fn.sql_name(), o.ack.sql_name()),
+            durability: topology.durability,
+            fan_out: FanOut::Materialised,
+            delivery: DeliveryGuarantee::AtLeastOnce,
+            ordered_lanes: lanes * streams as u64,
+            physical_queues: streams as u64,
+            consumer_members: (o.readers * streams) as u64,
+            connections: u64::from(*self.pool_size.get().unwrap_or(&0)),
+            // Materialised: one row per consuming group of every topic an event passes
+            // through (ingress + derived topic per flow): 1 + 5 = 6 in the pipeline.
+            publishes_per_ingress_event: streams as f64 / (topology.topics.len() / 2).max(1) as f64,
+            semantics_built_in_app: vec![
+                "materialised fan-out: one queue per (topic, group), one row per group per publish"
+                    .into(),
+                "consumer groups: one queue per group".into(),
+                "per-stream in-flight key set: one key per handler call across readers".into(),
+                "polling reads with empty-read backoff (no push)".into(),
+                format!(
+                    "ack = {} after read = UPDATE (several row versions per delivery)",
+                    o.ack.sql_name()
+                ),
+                "no dedup".into(),
+            ],
+            notes,
+            lease_ms: Some(u64::from(o.vt_secs() as u32) * 1000),
+        })
     }
-    async fn publish(&self, _t: &str, _k: &str, _p: &[Bytes]) -> Result<(), BrokerError> {
-        Err(todo())
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let pool = self.ready_pool()?;
+        let t = self.topic(topic)?;
+        let lane = lane_key(
+            key,
+            self.lanes.load(Ordering::Relaxed),
+            self.keys.load(Ordering::Relaxed),
+        );
+        let header = serde_json::json!({ GROUP_HEADER: lane }).to_string();
+        let bodies: Vec<&str> = payloads
+            .iter()
+            .map(|p| std::str::from_utf8(p))
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                BrokerError::Refused("pgmq stores jsonb: payload is not UTF-8 JSON".into())
+            })?;
+        let mut q = sqlx::query_scalar::<_, i64>(AssertSqlSafe(t.publish_sql.clone()))
+            .bind(bodies)
+            .bind(header)
+            .bind(payloads.len() as i32);
+        for (_, name) in &t.queues {
+            q = q.bind(name.as_str());
+        }
+        add(&self.stats.send_calls, 1);
+        let r: Result<i64, (BrokerError, bool)> = async {
+            let mut conn = self.conn(pool).await?;
+            let r = match tokio::time::timeout(self.guard(), q.fetch_one(&mut *conn)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    conn.close_on_drop();
+                    return Err((BrokerError::Timeout("send_batch: no answer".into()), true));
+                }
+            };
+            self.settle(&mut conn, r)
+        }
+        .await;
+        match r {
+            Ok(rows) => {
+                add(&self.stats.rows_sent, rows.max(0) as u64);
+                add(&self.stats.logical_publishes, payloads.len() as u64);
+                Ok(())
+            }
+            Err((e, _)) => {
+                self.stats.error("send", &e);
+                Err(e)
+            }
+        }
     }
+
     async fn consume(
         &self,
-        _t: &str,
-        _g: &str,
-        _o: ConsumeOptions,
-        _h: Arc<dyn BatchHandler>,
-        _s: CancellationToken,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
     ) -> Result<(), BrokerError> {
-        Err(todo())
-    }
-    fn counters(&self) -> BTreeMap<String, u64> {
-        BTreeMap::new()
-    }
-    async fn close(&self) -> Result<(), BrokerError> {
+        let pool = self.ready_pool()?.clone();
+        let t = self.topic(topic)?;
+        let queue = t
+            .queues
+            .iter()
+            .find(|(g, _)| g == group)
+            .map(|(_, q)| q.clone())
+            .ok_or_else(|| BrokerError::Other(format!("unknown group {group:?} on {topic:?}")))?;
+        let qty = if self.options.read_qty > 0 {
+            self.options.read_qty
+        } else {
+            options.batch.max(1)
+        }
+        .min(i32::MAX as usize) as i32;
+        // Read-but-unacked messages per stream: enough to keep the stage's whole lane
+        // budget busy while a read and a delete are on the wire.
+        let cap = (options.lanes.max(1) * 2).max(qty as usize);
+        let ctx = StreamCtx {
+            pool,
+            queue,
+            qty: qty as usize,
+            counters: options.counters.clone(),
+            handler,
+            in_flight: Mutex::new(HashMap::new()),
+            cap: Arc::new(Semaphore::new(cap)),
+            stop,
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let readers = futures::future::join_all(
+            (0..self.options.readers).map(|_| self.reader(&ctx, tx.clone())),
+        );
+        drop(tx);
+        futures::future::join(readers, self.acker(&ctx, rx)).await;
         Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let s = &self.stats;
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut m: BTreeMap<String, u64> = [
+            ("pgmq_logical_publishes", g(&s.logical_publishes)),
+            ("pgmq_rows_sent", g(&s.rows_sent)),
+            ("pgmq_send_calls", g(&s.send_calls)),
+            ("pgmq_reads", g(&s.reads)),
+            ("pgmq_empty_reads", g(&s.empty_reads)),
+            ("pgmq_rows_read", g(&s.rows_read)),
+            ("pgmq_ack_calls", g(&s.ack_calls)),
+            ("pgmq_ack_retries", g(&s.ack_retries)),
+            ("pgmq_rows_acked", g(&s.rows_acked)),
+            ("pgmq_ack_missing", g(&s.ack_missing)),
+            ("pgmq_rows_refused", g(&s.rows_refused)),
+            ("pgmq_rows_redelivered", g(&s.rows_redelivered)),
+            ("pgmq_rows_skipped_in_flight", g(&s.rows_skipped_in_flight)),
+            ("pgmq_rows_deferred", g(&s.rows_deferred)),
+            ("pgmq_connections_dropped", g(&s.connections_dropped)),
+            ("pgmq_readers_per_stream", self.options.readers as u64),
+            ("pgmq_visibility_timeout_s", self.options.vt_secs() as u64),
+            (
+                "pgmq_pool_size",
+                u64::from(*self.pool_size.get().unwrap_or(&0)),
+            ),
+            ("pgmq_lanes", self.lanes.load(Ordering::Relaxed)),
+            (
+                "pgmq_queues",
+                self.topics
+                    .read()
+                    .values()
+                    .map(|t| t.queues.len() as u64)
+                    .sum(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (k, v) in s.errors.lock().iter() {
+            m.insert(k.clone(), *v);
+        }
+        if let Some(p) = self.pool.get() {
+            m.insert("pgmq_pool_open_conns".into(), u64::from(p.size()));
+        }
+        m
+    }
+
+    async fn close(&self) -> Result<(), BrokerError> {
+        if let Some(p) = self.pool.get() {
+            p.close().await;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_are_pgmq_safe() {
+        assert_eq!(queue_name("cm-ota-sync", "ota-3"), "cm_ota_sync_ota_3");
+        assert_eq!(queue_name("X.y", "G"), "x_y_g");
+    }
+
+    #[test]
+    fn publish_sql_references_every_queue() {
+        let s = publish_sql(3);
+        for i in 0..3 {
+            assert!(s.contains(&format!("q{i} AS")));
+            assert!(s.contains(&format!("FROM q{i})")));
+            assert!(s.contains(&format!("${}::text", i + 4)));
+        }
+    }
+
+    #[test]
+    fn bad_dsn_is_redacted() {
+        let e = PgmqBroker::new(PgmqOptions {
+            dsn: "postgres://u:topsecret@h:notaport/db".into(),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(!e.contains("topsecret"), "{e}");
     }
 }

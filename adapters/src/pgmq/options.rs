@@ -1,18 +1,245 @@
 //! Scenario section `pgmq`.
 
-use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Which pgmq grouped read the consumers call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadFn {
+    /// `pgmq.read_grouped_head`: at most one message (the head) per group per read.
+    #[default]
+    Head,
+    /// `pgmq.read_grouped_rr`: several messages per group, round-robin across groups.
+    /// Known to race under concurrent readers (a reader can take a group's later rows
+    /// while another holds its head); the adapter's in-flight key set narrows but cannot
+    /// close that window.
+    Rr,
+}
+
+impl ReadFn {
+    pub fn sql_name(&self) -> &'static str {
+        match self {
+            ReadFn::Head => "read_grouped_head",
+            ReadFn::Rr => "read_grouped_rr",
+        }
+    }
+}
+
+/// How an acknowledged message leaves the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckMode {
+    /// `pgmq.delete(queue, ids)`.
+    #[default]
+    Delete,
+    /// `pgmq.archive(queue, ids)`: moves the rows into the queue's archive table.
+    Archive,
+}
+
+impl AckMode {
+    pub fn sql_name(&self) -> &'static str {
+        match self {
+            AckMode::Delete => "delete",
+            AckMode::Archive => "archive",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PgmqOptions {
-    /// PostgreSQL DSN (its password is redacted in every file the harness writes).
+    /// PostgreSQL DSN (its password is redacted in every file the harness writes and in
+    /// every error the adapter returns).
     pub dsn: String,
+    /// Grouped read function: `head` (default) or `rr`.
+    pub read_fn: ReadFn,
+    /// Concurrent reader loops per consumer stream.
+    pub readers: usize,
+    /// Rows asked for per read; 0 = the scenario's `batch`.
+    pub read_qty: usize,
+    /// Visibility timeout: how long a read message stays invisible before pgmq hands it
+    /// out again. Seconds (`30`) or a duration string (`2s`, `1m`); whole seconds, >= 1 s.
+    #[serde(with = "vt_serde")]
+    pub visibility_timeout: Duration,
+    /// `delete` (default) or `archive` acknowledged messages.
+    pub ack: AckMode,
+    /// Connections in the pool; 0 = readers x streams + 16, at most 90.
+    pub pool_size: u32,
+    /// First sleep after an empty read; doubled per consecutive empty read up to
+    /// `empty_backoff_max`.
+    #[serde(with = "dur_serde")]
+    pub empty_backoff: Duration,
+    /// Longest sleep between empty reads.
+    #[serde(with = "dur_serde")]
+    pub empty_backoff_max: Duration,
+    /// Give up on one SQL call after this long (counted as an error, then retried).
+    #[serde(with = "dur_serde")]
+    pub statement_timeout: Duration,
 }
 
 impl Default for PgmqOptions {
     fn default() -> Self {
         PgmqOptions {
-            dsn: "postgres://postgres@127.0.0.1:5432/postgres".into(),
+            dsn: "postgres://postgres@127.0.0.1:5432/crossbench".into(),
+            read_fn: ReadFn::Head,
+            readers: 2,
+            read_qty: 0,
+            visibility_timeout: Duration::from_secs(30),
+            ack: AckMode::Delete,
+            pool_size: 0,
+            empty_backoff: Duration::from_millis(5),
+            empty_backoff_max: Duration::from_millis(50),
+            statement_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+impl PgmqOptions {
+    /// The visibility timeout in whole seconds as pgmq takes it (rounded up, >= 1).
+    pub fn vt_secs(&self) -> i32 {
+        let ms = self.visibility_timeout.as_millis();
+        (ms.div_ceil(1000)).clamp(1, i32::MAX as u128) as i32
+    }
+
+    /// Check the knobs; names the field and the fix.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, m: &str| Err((format!("pgmq.{f}"), m.to_string()));
+        if self.readers == 0 {
+            return bad("readers", "must be >= 1");
+        }
+        if self.visibility_timeout < Duration::from_secs(1) {
+            return bad(
+                "visibility_timeout",
+                "pgmq takes whole seconds; use at least 1s",
+            );
+        }
+        if self.visibility_timeout.subsec_nanos() != 0 {
+            return bad(
+                "visibility_timeout",
+                "pgmq takes whole seconds; write e.g. 2s or 30",
+            );
+        }
+        if self.empty_backoff_max < self.empty_backoff {
+            return bad("empty_backoff_max", "must be >= empty_backoff");
+        }
+        if self.statement_timeout < Duration::from_millis(100) {
+            return bad("statement_timeout", "must be >= 100ms");
+        }
+        if !(self.dsn.starts_with("postgres://") || self.dsn.starts_with("postgresql://")) {
+            return bad("dsn", "must be a postgres:// URL");
+        }
+        Ok(())
+    }
+}
+
+/// Remove the password from a DSN or from any text that quotes one:
+/// `postgres://user:secret@host` becomes `postgres://user:***@host`.
+pub fn redact_dsn(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The authority ends at the first '/', whitespace or quote; credentials end at its last '@'.
+        let end = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&authority[..colon]);
+                out.push_str(":***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A whole-second duration: a number of seconds or a duration string.
+mod vt_serde {
+    use super::*;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}s", d.as_secs()))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        super::dur_serde::deserialize(d)
+    }
+}
+
+/// A duration: a number (seconds) or a string such as `250ms`, `2s`.
+mod dur_serde {
+    use super::*;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Secs(f64),
+        Text(String),
+    }
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}ms", d.as_millis()))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::Secs(x) if x.is_finite() && x >= 0.0 => Ok(Duration::from_secs_f64(x)),
+            Raw::Secs(x) => Err(serde::de::Error::custom(format!(
+                "{x} is not a non-negative number of seconds"
+            ))),
+            Raw::Text(t) => crate::mem::parse_duration(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact_dsn("postgres://u:s3cr@t@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(
+            redact_dsn("error connecting to postgres://u:pw@h/db: refused"),
+            "error connecting to postgres://u:***@h/db: refused"
+        );
+        assert_eq!(
+            redact_dsn("postgres://postgres@127.0.0.1:5432/crossbench"),
+            "postgres://postgres@127.0.0.1:5432/crossbench"
+        );
+        assert_eq!(redact_dsn("no url here"), "no url here");
+    }
+
+    #[test]
+    fn parses_knobs() {
+        let o: PgmqOptions = serde_json::from_str(
+            r#"{"read_fn":"rr","readers":4,"visibility_timeout":"2s","ack":"archive","empty_backoff":"10ms"}"#,
+        )
+        .unwrap();
+        assert_eq!(o.read_fn, ReadFn::Rr);
+        assert_eq!(o.readers, 4);
+        assert_eq!(o.vt_secs(), 2);
+        assert_eq!(o.ack, AckMode::Archive);
+        assert_eq!(o.empty_backoff, Duration::from_millis(10));
+        let o: PgmqOptions = serde_json::from_str(r#"{"visibility_timeout":7}"#).unwrap();
+        assert_eq!(o.vt_secs(), 7);
+        assert!(serde_json::from_str::<PgmqOptions>(r#"{"bogus":1}"#).is_err());
+        let o = PgmqOptions {
+            visibility_timeout: Duration::from_millis(1500),
+            ..Default::default()
+        };
+        assert!(o.validate().is_err());
+        assert!(PgmqOptions::default().validate().is_ok());
     }
 }

@@ -53,7 +53,11 @@ impl Invocation<'_> {
         let _ = writeln!(s, "memory_bytes: {}", h.memory_bytes);
         let _ = writeln!(s, "kernel: {}", h.kernel);
         let _ = writeln!(s, "os: {}", h.os);
-        let _ = writeln!(s, "\n## scenario as given ({})", self.scenario_path.display());
+        let _ = writeln!(
+            s,
+            "\n## scenario as given ({})",
+            self.scenario_path.display()
+        );
         s.push_str(self.scenario_text);
         if !self.scenario_text.ends_with('\n') {
             s.push('\n');
@@ -67,7 +71,10 @@ impl Invocation<'_> {
 fn shell_join(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
-            if a.is_empty() || a.chars().any(|c| c.is_whitespace() || "'\"$`\\".contains(c)) {
+            if a.is_empty()
+                || a.chars()
+                    .any(|c| c.is_whitespace() || "'\"$`\\".contains(c))
+            {
                 format!("'{}'", a.replace('\'', "'\\''"))
             } else {
                 a.clone()
@@ -75,4 +82,42 @@ fn shell_join(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invocation_redacts_dsn_passwords_and_tokens_everywhere() {
+        let host = Host::probe();
+        let argv: Vec<String> = [
+            "crossbench",
+            "run",
+            "s.yaml",
+            "--set",
+            "pgmq.dsn=postgres://u:topsecret1@127.0.0.1/db",
+            "--set",
+            "queen.token=tok-secret-2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let text = "system: pgmq\npgmq:\n  dsn: postgres://bench:topsecret3@127.0.0.1:5432/x\n";
+        let inv = Invocation {
+            argv: &argv,
+            scenario_path: Path::new("s.yaml"),
+            scenario_text: text,
+            resolved_yaml: "pgmq:\n  dsn: postgres://bench:topsecret3@127.0.0.1:5432/x\ntoken: \"tok-secret-4\"\n",
+            host: &host,
+            started: std::time::SystemTime::now(),
+            ended: None,
+            outcome: None,
+        };
+        let r = inv.render();
+        for secret in ["topsecret1", "tok-secret-2", "topsecret3", "tok-secret-4"] {
+            assert!(!r.contains(secret), "{secret} leaked:\n{r}");
+        }
+        assert!(r.contains("postgres://bench:***@127.0.0.1:5432/x"));
+    }
 }

@@ -73,7 +73,10 @@ fn redact_line(line: &str) -> String {
             }
             let vstart = j;
             while j < bytes.len()
-                && !matches!(bytes[j], b' ' | b'"' | b'\'' | b',' | b'\n' | b'\r' | b'&' | b'}')
+                && !matches!(
+                    bytes[j],
+                    b' ' | b'"' | b'\'' | b',' | b'\n' | b'\r' | b'&' | b'}'
+                )
             {
                 j += 1;
             }
@@ -106,7 +109,10 @@ mod tests {
     #[test]
     fn key_values() {
         let r = redact("token: abc123\n--set queen.token=xyz other=1\n{\"password\": \"pw\"}");
-        assert!(!r.contains("abc123") && !r.contains("xyz") && !r.contains("\"pw\""), "{r}");
+        assert!(
+            !r.contains("abc123") && !r.contains("xyz") && !r.contains("\"pw\""),
+            "{r}"
+        );
         assert!(r.contains("other=1"));
     }
 }

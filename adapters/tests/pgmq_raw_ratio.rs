@@ -1,0 +1,181 @@
+//! Raw ordered-consume throughput: the adapter vs a plain SQL loop (pgbench) doing the
+//! same `read_grouped_head` + `delete` calls on the same server and the same backlog.
+//! Ignored by default (a measurement, not a check):
+//!   CARGO_TARGET_DIR=/work/target-pgmq cargo test --release -p crossbench-adapters \
+//!     --features pgmq --test pgmq_raw_ratio -- --ignored --nocapture
+#![cfg(feature = "pgmq")]
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adapters::pgmq::{PgmqBroker, PgmqOptions};
+use adapters::{
+    BatchHandler, Broker, ConsumeOptions, Disposition, Durability, KeyBatch, StreamCounters,
+    TopicSpec, Topology,
+};
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+const GROUPS: u64 = 200;
+const PER_GROUP: u64 = 50; // 10 000 messages
+const READERS: usize = 4;
+const QTY: usize = 100;
+
+fn topo() -> Topology {
+    Topology {
+        topics: vec![TopicSpec {
+            name: "raw".into(),
+            groups: vec!["g".into()],
+        }],
+        keys: GROUPS,
+        lanes: GROUPS,
+        durability: Durability::Default,
+        dedup_window_sec: 0,
+        reset: true,
+    }
+}
+
+async fn fill(b: &PgmqBroker) {
+    b.setup(&topo()).await.expect("setup");
+    let pad = "x".repeat(200);
+    for chunk in 0..(PER_GROUP / 10) {
+        for g in 0..GROUPS {
+            let ps: Vec<Bytes> = (0..10)
+                .map(|i| Bytes::from(format!(r#"{{"g":{g},"s":{},"b":"{pad}"}}"#, chunk * 10 + i)))
+                .collect();
+            b.publish("raw", &format!("p{g}"), &ps).await.unwrap();
+        }
+    }
+}
+
+struct Count(AtomicU64);
+
+#[async_trait]
+impl BatchHandler for Count {
+    async fn handle(&self, batch: KeyBatch) -> Disposition {
+        self.0
+            .fetch_add(batch.messages.len() as u64, Ordering::Relaxed);
+        Disposition::Ack
+    }
+}
+
+const PGBENCH_SCRIPT: &str = "\
+SELECT coalesce(string_agg(msg_id::text, ','), '0') AS ids, count(*) AS n FROM pgmq.read_grouped_head('raw_g', 30, 100) \\gset
+SELECT count(*) FROM pgmq.delete('raw_g', ARRAY[:ids]::bigint[]);
+";
+
+fn depth() -> u64 {
+    let o = Command::new("psql")
+        .args([
+            "-X",
+            "-At",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "crossbench",
+            "-c",
+        ])
+        .arg("select count(*) from pgmq.q_raw_g")
+        .output()
+        .expect("psql");
+    String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(u64::MAX)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement: run with --ignored --nocapture"]
+async fn pgmq_raw_consume_ratio() {
+    let total = GROUPS * PER_GROUP;
+    let opts = PgmqOptions {
+        readers: READERS,
+        read_qty: QTY,
+        empty_backoff: Duration::from_millis(1),
+        empty_backoff_max: Duration::from_millis(5),
+        ..Default::default()
+    };
+
+    // Adapter side.
+    let b = Arc::new(PgmqBroker::new(opts.clone()).unwrap());
+    fill(&b).await;
+    let count = Arc::new(Count(AtomicU64::new(0)));
+    let stop = CancellationToken::new();
+    let t0 = Instant::now();
+    let task = {
+        let (b2, h, s) = (
+            b.clone(),
+            count.clone() as Arc<dyn BatchHandler>,
+            stop.clone(),
+        );
+        let o = ConsumeOptions {
+            batch: QTY,
+            lanes: 1000,
+            counters: Arc::new(StreamCounters::default()),
+        };
+        tokio::spawn(async move { b2.consume("raw", "g", o, h, s).await })
+    };
+    while count.0.load(Ordering::Relaxed) < total && t0.elapsed() < Duration::from_secs(300) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let adapter_secs = t0.elapsed().as_secs_f64();
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    let adapter_rate = total as f64 / adapter_secs;
+    let stats = b.counters();
+
+    // pgbench side: same backlog, same calls, READERS clients.
+    let b = PgmqBroker::new(opts).unwrap();
+    fill(&b).await;
+    let script = tempfile_path();
+    std::fs::write(&script, PGBENCH_SCRIPT).unwrap();
+    let t1 = Instant::now();
+    let mut child = Command::new("pgbench")
+        .args([
+            "-n",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-c",
+            &READERS.to_string(),
+            "-j",
+            "2",
+            "-T",
+            "120",
+            "-f",
+        ])
+        .arg(&script)
+        .arg("crossbench")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("pgbench (apt-get install postgresql-contrib)");
+    let mut sql_secs = f64::NAN;
+    while t1.elapsed() < Duration::from_secs(120) {
+        if depth() == 0 {
+            sql_secs = t1.elapsed().as_secs_f64();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&script);
+    let sql_rate = total as f64 / sql_secs;
+    println!(
+        "RAW {total} msgs, {GROUPS} groups, {READERS} readers, qty {QTY}: adapter {adapter_rate:.0} msg/s ({adapter_secs:.2}s, reads {} empty {}), pgbench {sql_rate:.0} msg/s ({sql_secs:.2}s), ratio {:.2}",
+        stats["pgmq_reads"],
+        stats["pgmq_empty_reads"],
+        adapter_rate / sql_rate
+    );
+}
+
+fn tempfile_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("pgmq-raw-{}.sql", std::process::id()))
+}

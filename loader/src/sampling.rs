@@ -1,0 +1,82 @@
+//! The sampler beside every run: targets from the scenario (or the system's
+//! defaults), `samples.csv` in the cell directory, and the cost summary over the
+//! rated window.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use sampler::{CostSummary, RatedWindow, SamplerConfig, SamplerHandle, TargetSpec, WorkloadFacts};
+
+use crate::scenario::{split_target, Scenario};
+
+#[derive(Debug)]
+pub struct Sampling {
+    handle: Option<SamplerHandle>,
+    /// Labels of the system under test's targets.
+    pub system_labels: Vec<String>,
+    pub path: PathBuf,
+}
+
+/// Resolve the targets and start sampling into `<dir>/samples.csv`.
+pub fn start(s: &Scenario, dir: &Path) -> Result<Sampling> {
+    let mut targets: Vec<(String, TargetSpec)> = Vec::new();
+    let given: Vec<(String, String)> = if s.sample.targets.is_empty() {
+        crate::systems::default_sample_targets(s)
+    } else {
+        s.sample
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let (label, spec) = split_target(t);
+                (
+                    label.map_or_else(|| format!("target{i}"), str::to_string),
+                    spec.to_string(),
+                )
+            })
+            .collect()
+    };
+    for (label, spec) in &given {
+        let t: TargetSpec = spec
+            .parse()
+            .with_context(|| format!("sample target {label}"))?;
+        targets.push((label.clone(), t));
+    }
+    // Internals targets (postgres:) describe the system but carry no CPU of their own.
+    let mut system_labels: Vec<String> = targets
+        .iter()
+        .filter(|(_, t)| !matches!(t, TargetSpec::Postgres { .. }))
+        .map(|(l, _)| l.clone())
+        .collect();
+    if system_labels.is_empty() {
+        // The control broker runs inside the loader: the loader is the system.
+        system_labels.push("loader".into());
+    }
+    let mut config = SamplerConfig::new(targets);
+    config.interval = s.sample.interval.0;
+    let path = dir.join("samples.csv");
+    let handle = sampler::start(config, &path).context("starting the sampler")?;
+    Ok(Sampling {
+        handle: Some(handle),
+        system_labels,
+        path,
+    })
+}
+
+impl Sampling {
+    /// Stop sampling and summarise the rated window.
+    pub fn finish(mut self, window: RatedWindow, facts: WorkloadFacts) -> Result<CostSummary> {
+        let set = self
+            .handle
+            .take()
+            .expect("finish called once")
+            .stop()
+            .context("stopping the sampler")?;
+        Ok(sampler::cost_summary(
+            &set,
+            window,
+            facts,
+            &self.system_labels,
+        ))
+    }
+}

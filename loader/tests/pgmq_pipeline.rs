@@ -1,0 +1,206 @@
+//! The pgmq pipeline through the real `crossbench` binary against PostgreSQL + pgmq on
+//! 127.0.0.1:5432 (scripts/provision/pgmq.sh). Skips (or fails under `CI`) when the
+//! server is not reachable.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
+const DSN_DB: &str = "crossbench";
+
+fn pg_ready() -> bool {
+    let up = TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), Duration::from_secs(2))
+        .is_ok()
+        && Command::new("psql")
+            .args([
+                "-X",
+                "-At",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                DSN_DB,
+                "-c",
+            ])
+            .arg("select 1 from pg_extension where extname = 'pgmq'")
+            .output()
+            .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "1")
+            .unwrap_or(false);
+    if !up {
+        if std::env::var_os("CI").is_some() {
+            panic!("PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (CI is set: failing)");
+        }
+        println!("SKIP: PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (run scripts/provision/pgmq.sh)");
+    }
+    up
+}
+
+fn result(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("result.json")).expect("result.json written");
+    serde_json::from_str(&text).expect("result.json parses")
+}
+
+fn assert_clean_pass(r: &serde_json::Value) {
+    assert_eq!(r["outcome"], "PASS", "outcome; verdict: {}", r["verdict"]);
+    let t = &r["verdict"]["totals"];
+    for k in ["gaps", "violations", "dups"] {
+        if let Some(v) = t.get(k) {
+            assert_eq!(v.as_u64(), Some(0), "{k} in {t}");
+        }
+    }
+}
+
+fn stream_sum(r: &serde_json::Value, field: &str) -> u64 {
+    r["streams"]
+        .as_array()
+        .expect("streams[]")
+        .iter()
+        .map(|s| s[field].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn pgmq_pipeline_smoke_passes() {
+    if !pg_ready() {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("cell");
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .args(["run", SMOKE, "--out"])
+        .arg(&dir)
+        .arg("-q")
+        .stdout(Stdio::null())
+        .status()
+        .expect("crossbench runs");
+    let r = result(&dir);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit code; verdict: {}",
+        r["verdict"]
+    );
+    assert_clean_pass(&r);
+    assert_eq!(r["system"], "pgmq");
+    assert_eq!(
+        r["provisioned"]["publishes_per_ingress_event"].as_f64(),
+        Some(6.0)
+    );
+    let stats = &r["broker_stats"];
+    assert!(stats["pgmq_rows_sent"].as_u64().unwrap() > 0);
+    assert_eq!(stream_sum(&r, "ack_errors"), 0);
+}
+
+/// Terminate every backend of the crossbench database (except psql's own) mid-run: the
+/// readers must count the failure, reconnect through the pool and the run still PASS.
+#[test]
+fn pgmq_pipeline_survives_backend_termination() {
+    if !pg_ready() {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("cell");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .args(["run", SMOKE, "--out"])
+        .arg(&dir)
+        .args([
+            "-q",
+            "--set",
+            "duration=15s",
+            "--set",
+            "name=pgmq-terminate",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("crossbench starts");
+    // Wait until this run is in its rated window (it may first wait for the machine's
+    // run lock while another cell runs), then kill its backends twice, 4 s apart.
+    let wait_rated = Instant::now() + Duration::from_secs(240);
+    loop {
+        let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap_or_default();
+        if csv.contains(",rated,") {
+            break;
+        }
+        assert!(Instant::now() < wait_rated, "the run never reached its rated window");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t0 = Instant::now();
+    let mut killed = 0u64;
+    for at in [1u64, 5] {
+        while t0.elapsed() < Duration::from_secs(at) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let o = Command::new("psql")
+            .args([
+                "-X",
+                "-At",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                DSN_DB,
+                "-c",
+            ])
+            .arg(format!(
+                "select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity \
+                 where datname = '{DSN_DB}' and pid <> pg_backend_pid() \
+                 and application_name = 'crossbench-pgmq') t"
+            ))
+            .output()
+            .expect("psql runs");
+        killed += String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap_or(0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("crossbench did not finish in time");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(killed > 0, "no crossbench backends were found to terminate");
+    let r = result(&dir);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit code; verdict: {}",
+        r["verdict"]
+    );
+    assert_clean_pass(&r);
+    // The pool may notice a killed idle connection at checkout and replace it without
+    // any call failing; a killed busy one fails its call, which is counted and retried.
+    // Either way the run must go on and PASS, with work done after the kills.
+    let stats = &r["broker_stats"];
+    let dropped = stats["pgmq_connections_dropped"].as_u64().unwrap_or(0);
+    let receive_errors = stream_sum(&r, "receive_errors");
+    let reconnects = stream_sum(&r, "reconnects");
+    eprintln!(
+        "terminated {killed} backends: dropped={dropped} receive_errors={receive_errors} reconnects={reconnects}"
+    );
+    let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
+    let rows: Vec<&str> = csv
+        .lines()
+        .skip(2)
+        .filter(|l| l.contains(",rated,") || l.contains(",drain,"))
+        .collect();
+    let after_kills: u64 = rows
+        .iter()
+        .rev()
+        .take(3)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f[9..21].iter().map(|x| x.parse::<u64>().unwrap_or(0)).sum::<u64>()
+        })
+        .sum();
+    assert!(after_kills > 0, "nothing was delivered after the kills:\n{csv}");
+}

@@ -1,0 +1,247 @@
+//! The pipeline end to end on the control broker, through the real binary: a clean
+//! run passes and leaves a complete record; a misbehaving broker fails with the
+//! right counts; slow publishers shed with the accounting identity intact; a
+//! saturated loader makes the cell VOID.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(name)
+}
+
+/// Run `crossbench run` and return (exit code, result.json, cell dir).
+fn run(scn: &Path, sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crossbench"));
+    cmd.arg("run").arg(scn).arg("--out").arg(&out).arg("-q");
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let o = cmd.output().expect("run crossbench");
+    let code = o.status.code().unwrap_or(-1);
+    let text = std::fs::read_to_string(out.join("result.json")).unwrap_or_else(|e| {
+        panic!(
+            "no result.json ({e}); exit {code}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (code, serde_json::from_str(&text).unwrap(), tmp)
+}
+
+fn stream<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["verdict"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("stream {name} in verdict"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+#[test]
+fn smoke_passes_and_leaves_a_complete_record() {
+    let (code, r, tmp) = run(&scenario("smoke.yaml"), &["duration=4s", "warmup=1s"]);
+    assert_eq!(code, 0, "exit code; result: {r:#}");
+    assert_eq!(r["outcome"], "PASS");
+    assert_eq!(r["schema_version"], 1);
+    let totals = &r["verdict"]["totals"];
+    assert_eq!(u(&totals["gaps"]), 0);
+    assert_eq!(u(&totals["order_violations"]), 0);
+    assert_eq!(u(&totals["duplicates"]), 0);
+    assert!(r["identity_holds"].as_bool().unwrap());
+    // Every stream delivered, the rated window was served.
+    for s in r["streams"].as_array().unwrap() {
+        assert!(u(&s["processed"]) > 0, "{s}");
+    }
+    let served = r["throughput"]["served_fraction"].as_f64().unwrap();
+    assert!(served > 0.9, "served {served}");
+    let dir = tmp.path().join("cell");
+    for f in [
+        "invocation.txt",
+        "result.json",
+        "produced.meta",
+        "report.csv",
+        "e2e.hlog",
+        "schedule-lag.hlog",
+        "entry-age.hlog",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let logs = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
+        .count();
+    assert_eq!(logs, 12);
+    let inv = std::fs::read_to_string(dir.join("invocation.txt")).unwrap();
+    assert!(
+        inv.contains("scenario as resolved") && inv.contains("outcome: PASS"),
+        "{inv}"
+    );
+    // report.csv has one row per second with all twelve stream columns.
+    let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
+    let header = csv.lines().nth(1).unwrap();
+    assert_eq!(header.matches("delivered_").count(), 12);
+    assert!(csv.lines().count() >= 2 + 5, "{csv}");
+    // The e2e interval log is a standard HdrHistogram log with tagged intervals.
+    let hlog = std::fs::read_to_string(dir.join("e2e.hlog")).unwrap();
+    assert!(hlog.lines().any(|l| l.starts_with("Tag=A,")), "{hlog}");
+    // Offline verification agrees.
+    let v = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .args(["verify"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}
+
+#[test]
+fn misbehaving_broker_fails_with_the_right_counts() {
+    let (code, r, _tmp) = run(
+        &scenario("smoke.yaml"),
+        &[
+            "duration=5s",
+            "warmup=1s",
+            "properties=20",
+            r#"mem.faults=[{topic: cm-ota-sync, group: ota-3, kind: drop, at: 100}, {topic: cm-ota-prices, group: otap-2, kind: duplicate, at: 150}, {topic: cm-ota-sync, group: ota-1, kind: reorder, at: 120}]"#,
+        ],
+    );
+    assert_eq!(code, 3, "a correctness failure exits 3; {r:#}");
+    assert_eq!(r["outcome"], "FAIL");
+    let ota3 = stream(&r, "cm-ota-sync_ota-3");
+    assert_eq!(u(&ota3["gaps"]), 1, "{ota3}");
+    assert_eq!(u(&ota3["duplicates"]), 0);
+    assert_eq!(u(&ota3["order_violations"]), 0);
+    let otap2 = stream(&r, "cm-ota-prices_otap-2");
+    assert_eq!(u(&otap2["duplicates"]), 1, "{otap2}");
+    assert_eq!(u(&otap2["gaps"]), 0);
+    let ota1 = stream(&r, "cm-ota-sync_ota-1");
+    assert_eq!(u(&ota1["order_violations"]), 1, "{ota1}");
+    assert_eq!(u(&ota1["gaps"]), 0);
+    assert_eq!(u(&ota1["duplicates"]), 0);
+    // Every other stream is clean.
+    let clean = r["verdict"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["pass"].as_bool().unwrap())
+        .count();
+    assert_eq!(clean, 9);
+    assert_eq!(u(&r["broker_stats"]["mem_faults_applied"]), 3);
+}
+
+#[test]
+fn slow_publishers_shed_and_the_identity_holds() {
+    let (code, r, _tmp) = run(
+        &scenario("smoke.yaml"),
+        &[
+            "duration=3s",
+            "warmup=0s",
+            "rate=2000",
+            "push_shards=2",
+            "shard_queue=4",
+            "mem.publish_delay=20ms",
+        ],
+    );
+    let mut shed = 0;
+    for f in ["A", "B"] {
+        let fl = &r["flows"][f];
+        let (o, p, s, x) = (
+            u(&fl["offered"]),
+            u(&fl["published"]),
+            u(&fl["shed"]),
+            u(&fl["failed"]),
+        );
+        assert_eq!(o, p + s + x, "flow {f}: {fl}");
+        shed += s;
+    }
+    assert!(shed > 0, "{r:#}");
+    assert!(r["identity_holds"].as_bool().unwrap());
+    // Shedding never creates gaps: everything published is delivered.
+    assert_eq!(u(&r["verdict"]["totals"]["gaps"]), 0);
+    assert!(r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("shed")));
+    assert_eq!(
+        code, 0,
+        "backpressure shed is a result of the system, not VOID: {r:#}"
+    );
+}
+
+#[test]
+fn a_saturated_loader_makes_the_cell_void() {
+    // Ask the pacer for far more than one core can schedule: it falls behind its
+    // catch-up cap, skips events (counted) and the loader burns its cores.
+    let (code, r, _tmp) = run(
+        &scenario("smoke.yaml"),
+        &[
+            "duration=3s",
+            "warmup=0s",
+            "hydrate=false",
+            "rate=10000000",
+            "properties=1000",
+            "payload_b=0",
+            "push_shards=4",
+            "shard_queue=16",
+            "mem.publish_delay=1ms",
+        ],
+    );
+    assert_eq!(code, 4, "VOID exits 4: {r:#}");
+    assert_eq!(r["outcome"], "VOID");
+    assert!(r["void"]["void"].as_bool().unwrap());
+    assert!(!r["void"]["reasons"].as_array().unwrap().is_empty());
+    assert!(r["identity_holds"].as_bool().unwrap());
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let o = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .arg("run")
+        .arg(scenario("smoke.yaml"))
+        .args(["--set", "batchh=3", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("batchh"), "{err}");
+    assert!(!out.exists(), "nothing is written for bad input");
+    let o = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .arg("run")
+        .arg(scenario("smoke.yaml"))
+        .args(["--set", "rate=-5", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists());
+    let o = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .args(["run", "/nonexistent/scenario.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
