@@ -52,6 +52,24 @@ impl Topology {
     pub fn stream_count(&self) -> usize {
         self.topics.iter().map(|t| t.groups.len()).sum()
     }
+
+    /// Flows through the topology: the pipeline's topics come in (ingress, derived)
+    /// pairs, one pair per flow; a single-topic workload has one flow.
+    pub fn flow_count(&self) -> usize {
+        (self.topics.len() / 2).max(1)
+    }
+
+    /// Physical writes per ingress event when the system writes one copy per
+    /// consuming group (materialised fan-out): 6 in the pipeline (1 + 5).
+    pub fn materialised_publishes_per_ingress_event(&self) -> f64 {
+        self.stream_count() as f64 / self.flow_count() as f64
+    }
+
+    /// Physical writes per ingress event with native fan-out (one write per topic an
+    /// event passes through): 2 in the pipeline.
+    pub fn native_publishes_per_ingress_event(&self) -> f64 {
+        self.topics.len() as f64 / self.flow_count() as f64
+    }
 }
 
 /// Durability tier. A cell's tier is always named next to its figures; cells of

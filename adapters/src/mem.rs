@@ -332,7 +332,7 @@ impl Broker for MemBroker {
             consumer_members: streams,
             connections: 0,
             // Native fan-out: one write per topic an event passes through.
-            publishes_per_ingress_event: (topology.topics.len() / 2).max(1) as f64,
+            publishes_per_ingress_event: topology.native_publishes_per_ingress_event(),
             semantics_built_in_app: vec![],
             notes: vec!["in-process control broker: measures the harness's own ceiling".into()],
             lease_ms: None,

@@ -160,6 +160,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         cohorts: skewed.is_skewed().then_some(skewed.clone()),
         stop: stage_stop.clone(),
         seed: s.seed,
+        properties: s.properties,
     };
     let mut logs = Vec::new();
     let mut stages = Vec::new();
@@ -392,9 +393,15 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     let mut last_total = processed_total();
     let mut last_move = Instant::now();
     let drain_end = loop {
+        // Counts first (cheap), then the exact test: every stream has processed the
+        // highest acknowledged seq of every property of its flow.
         let caught_up = stages
             .iter()
-            .all(|st| get(&st.counters.processed) >= expected(st.def.flow));
+            .all(|st| get(&st.counters.processed) >= expected(st.def.flow))
+            && stages.iter().all(|st| {
+                let table = &seqs[usize::from(st.def.flow != b'A')];
+                (0..s.properties).all(|p| st.max_seen.get(p) >= table.get(p))
+            });
         if caught_up {
             break DrainEnd::CaughtUp;
         }

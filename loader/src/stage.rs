@@ -44,6 +44,9 @@ pub struct Stage {
     cohorts: Option<Selector>,
     stop: CancellationToken,
     rng: AtomicU64,
+    /// Highest seq processed per property: the drain's exact "caught up" test
+    /// (counts alone are fooled by duplicates).
+    pub max_seen: Arc<crate::counters::SeqTable>,
 }
 
 /// Everything a stage needs besides its definition.
@@ -57,6 +60,8 @@ pub struct StageEnv {
     /// Fires when stages must stop (in-flight work aborts and is refused).
     pub stop: CancellationToken,
     pub seed: u64,
+    /// Number of properties (sizes the per-property progress table).
+    pub properties: u64,
 }
 
 impl Stage {
@@ -79,6 +84,7 @@ impl Stage {
             cohorts: env.cohorts.clone(),
             stop: env.stop.clone(),
             rng: AtomicU64::new(env.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            max_seen: Arc::new(crate::counters::SeqTable::new(env.properties)),
         }
     }
 
@@ -204,6 +210,9 @@ impl BatchHandler for Stage {
             // The log is closed: the run is over; do not ack what was not recorded.
             bump(&self.counters.aborted, 1);
             return Disposition::Refuse;
+        }
+        for st in &stamps {
+            self.max_seen.ack(st.prop, st.seq);
         }
         let mut rated = 0;
         if self.def.is_terminal() {

@@ -124,7 +124,10 @@ fn pgmq_pipeline_survives_backend_termination() {
         if csv.contains(",rated,") {
             break;
         }
-        assert!(Instant::now() < wait_rated, "the run never reached its rated window");
+        assert!(
+            Instant::now() < wait_rated,
+            "the run never reached its rated window"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let t0 = Instant::now();
@@ -199,8 +202,14 @@ fn pgmq_pipeline_survives_backend_termination() {
         .take(3)
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            f[9..21].iter().map(|x| x.parse::<u64>().unwrap_or(0)).sum::<u64>()
+            f[9..21]
+                .iter()
+                .map(|x| x.parse::<u64>().unwrap_or(0))
+                .sum::<u64>()
         })
         .sum();
-    assert!(after_kills > 0, "nothing was delivered after the kills:\n{csv}");
+    assert!(
+        after_kills > 0,
+        "nothing was delivered after the kills:\n{csv}"
+    );
 }

@@ -68,6 +68,7 @@ fn smoke_passes_and_leaves_a_complete_record() {
     let dir = tmp.path().join("cell");
     for f in [
         "invocation.txt",
+        "samples.csv",
         "result.json",
         "produced.meta",
         "report.csv",
@@ -101,6 +102,27 @@ fn smoke_passes_and_leaves_a_complete_record() {
     // The e2e interval log is a standard HdrHistogram log with tagged intervals.
     let hlog = std::fs::read_to_string(dir.join("e2e.hlog")).unwrap();
     assert!(hlog.lines().any(|l| l.starts_with("Tag=A,")), "{hlog}");
+    // The cost summary covers the rated window; on the control broker the system
+    // under test is the loader itself.
+    let cost = &r["cost"];
+    assert_eq!(cost["system_targets"][0], "loader", "{cost}");
+    assert!(cost["ticks_in_window"].as_u64().unwrap() >= 3, "{cost}");
+    assert!(cost["system_cores_mean"].as_f64().unwrap() > 0.0, "{cost}");
+    assert!(
+        cost["loader_rss_peak_bytes"].as_f64().unwrap() > 1e6,
+        "{cost}"
+    );
+    assert_eq!(
+        cost["physical_publishes_per_ingress_event"].as_f64(),
+        Some(2.0)
+    );
+    let samples = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
+    assert!(samples.starts_with("# crossbench samples v1"));
+    assert!(
+        samples.contains(",loader,loader,cpu_cores,"),
+        "loader sampled"
+    );
+    assert!(samples.contains(",host,host,"), "host sampled");
     // Offline verification agrees.
     let v = Command::new(env!("CARGO_BIN_EXE_crossbench"))
         .args(["verify"])

@@ -785,7 +785,7 @@ impl Broker for PgmqBroker {
             connections: u64::from(*self.pool_size.get().unwrap_or(&0)),
             // Materialised: one row per consuming group of every topic an event passes
             // through (ingress + derived topic per flow): 1 + 5 = 6 in the pipeline.
-            publishes_per_ingress_event: streams as f64 / (topology.topics.len() / 2).max(1) as f64,
+            publishes_per_ingress_event: topology.materialised_publishes_per_ingress_event(),
             semantics_built_in_app: vec![
                 "materialised fan-out: one queue per (topic, group), one row per group per publish"
                     .into(),

@@ -1,53 +1,1184 @@
-//! PLACEHOLDER: being written; replaced by the real adapter before this lands.
+//! The RabbitMQ adapter (lapin 4).
+//!
+//! Layout (every name starts with `cb.<topic>`, so reset can find all of a run's
+//! objects whatever lane count created them):
+//!
+//! * **lane-queues**: per topic one durable `direct` exchange `cb.<topic>`; per
+//!   (topic, group, lane) one durable queue `cb.<topic>.<group>.l<lane>` bound with
+//!   routing key `l<lane>`. The client picks the lane with FNV-1a (`lanes::lane_of`)
+//!   over `min(lanes, keys)` lanes. One publish per message reaches the lane queue of
+//!   every group (the broker copies it into one queue per group).
+//! * **hash-exchange**: per topic one durable `fanout` exchange `cb.<topic>`; per
+//!   (topic, group) an `x-consistent-hash` exchange `cb.<topic>.<group>.hash` bound
+//!   to the fanout (exchange-to-exchange) and to `queues_per_group` queues
+//!   `cb.<topic>.<group>.h<i>` (weight 1 each). Routing key = the ordering key, so
+//!   the broker places keys. Again one client publish per message; the broker
+//!   enqueues one copy per group.
+//!
+//! In both idioms one key lives in exactly one queue per group, and each queue has
+//! exactly one consumer (its own channel, so a multiple-ack never touches another
+//! consumer's deliveries). A consumer gathers up to `batch` deliveries (first one
+//! blocking, then `linger`), groups them by key (AMQP `message_id`), runs the keys
+//! concurrently and acks the whole set with one multiple-ack. If any key-batch was
+//! refused, the acked key-batches are acked one delivery at a time and the channel is
+//! closed: the broker requeues every unacked delivery of that consumer (the refused
+//! ones *and* any later ones of the same key already prefetched) at their original
+//! positions, so per-key order survives the redelivery. The channel is then reopened.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, ExchangeBindOptions, ExchangeDeclareOptions, ExchangeDeleteOptions,
+    QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{
+    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
+};
+use parking_lot::{Mutex, RwLock};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::RabbitOptions;
-use crate::broker::{BatchHandler, Broker, ConsumeOptions, Description, Topology};
+use super::cost;
+use super::options::{Idiom, QueueType, RabbitOptions};
+use crate::broker::{
+    BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
+    Durability, FanOut, KeyBatch, StreamCounters, Topology,
+};
 use crate::error::BrokerError;
+use crate::lanes::{fnv1a32, lane_of};
+
+/// Timeout of one control operation (connect, declare, channel open / close).
+const OP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the CLI may take (reset listing, cost snapshot).
+const CTL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Adapter counters (`broker_stats`).
+#[derive(Debug, Default)]
+struct Stats {
+    logical_published: AtomicU64,
+    client_publishes: AtomicU64,
+    broker_copies: AtomicU64,
+    confirm_nacks: AtomicU64,
+    publish_errors: AtomicU64,
+    deliveries: AtomicU64,
+    acked: AtomicU64,
+    refused: AtomicU64,
+    ack_errors: AtomicU64,
+    receive_errors: AtomicU64,
+    redelivered: AtomicU64,
+    multiple_acks: AtomicU64,
+    single_acks: AtomicU64,
+    channel_reopens: AtomicU64,
+    refusal_channel_closes: AtomicU64,
+    publish_reconnects: AtomicU64,
+    consumer_reconnects: AtomicU64,
+    gathered_sets: AtomicU64,
+    reset_deleted_queues: AtomicU64,
+    reset_deleted_exchanges: AtomicU64,
+    errors: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Stats {
+    fn error(&self, e: &BrokerError) {
+        *self.errors.lock().entry(e.class()).or_default() += 1;
+    }
+}
+
+/// What `setup` built, read by `publish` and `consume`.
+#[derive(Debug)]
+struct Layout {
+    idiom: Idiom,
+    /// Lanes per group (lane-queues) or queues per group (hash-exchange).
+    queues_per_group: u64,
+    topics: HashMap<String, TopicLayout>,
+    physical_queues: u64,
+    consumer_connections: usize,
+}
 
 #[derive(Debug)]
+struct TopicLayout {
+    exchange: String,
+    groups: Vec<(String, Vec<String>)>,
+}
+
+/// One consumer connection, shared by up to `channels_per_connection` queue loops.
+#[derive(Debug)]
+struct ConnSlot {
+    index: usize,
+    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+}
+
+/// The publish connection and its confirm-mode channels.
+#[derive(Debug, Default)]
+struct PubState {
+    conn: Option<Arc<Connection>>,
+    channels: Vec<Option<Channel>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    opts: RabbitOptions,
+    /// The URL's password, replaced by `***` in every error text.
+    secret: Option<String>,
+    layout: RwLock<Option<Arc<Layout>>>,
+    publisher: Mutex<PubState>,
+    pub_reconnect: tokio::sync::Mutex<()>,
+    slots: RwLock<Vec<Arc<ConnSlot>>>,
+    next_slot: AtomicUsize,
+    stats: Stats,
+}
+
+/// The RabbitMQ broker adapter.
+#[derive(Debug)]
 pub struct RabbitBroker {
-    _options: RabbitOptions,
+    inner: Arc<Inner>,
+}
+
+fn password_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let userinfo = rest.split_once('@')?.0;
+    let pass = userinfo.split_once(':')?.1;
+    (!pass.is_empty()).then(|| pass.to_string())
 }
 
 impl RabbitBroker {
     pub fn new(options: RabbitOptions) -> Result<Self, BrokerError> {
-        Ok(RabbitBroker { _options: options })
+        let cfg = |field: &str, message: &str| BrokerError::Config {
+            field: format!("rabbitmq.{field}"),
+            message: message.into(),
+        };
+        if !(options.url.starts_with("amqp://") || options.url.starts_with("amqps://")) {
+            return Err(cfg("url", "must start with amqp:// or amqps://"));
+        }
+        if !(1..=1024).contains(&options.publish_channels) {
+            return Err(cfg("publish_channels", "must be between 1 and 1024"));
+        }
+        if !(1..=1024).contains(&options.consumer_connections) {
+            return Err(cfg("consumer_connections", "must be between 1 and 1024"));
+        }
+        if !(1..=2047).contains(&options.channels_per_connection) {
+            return Err(cfg(
+                "channels_per_connection",
+                "must be between 1 and 2047 (the server's default channel_max)",
+            ));
+        }
+        if !(1..=256).contains(&options.setup_channels) {
+            return Err(cfg("setup_channels", "must be between 1 and 256"));
+        }
+        if options.linger > Duration::from_secs(10) {
+            return Err(cfg("linger", "must be at most 10s"));
+        }
+        Ok(RabbitBroker {
+            inner: Arc::new(Inner {
+                secret: password_of(&options.url),
+                opts: options,
+                layout: RwLock::new(None),
+                publisher: Mutex::new(PubState::default()),
+                pub_reconnect: tokio::sync::Mutex::new(()),
+                slots: RwLock::new(Vec::new()),
+                next_slot: AtomicUsize::new(0),
+                stats: Stats::default(),
+            }),
+        })
+    }
+
+    /// Queue depths, memory and alarms of this run's queues via `rabbitmqctl`
+    /// (`None` prefixes = every topic of the last setup).
+    pub fn cost_snapshot(&self) -> Result<cost::Snapshot, String> {
+        let prefixes = self.inner.prefixes();
+        cost::snapshot(&self.inner.opts.rabbitmqctl, &prefixes, CTL_TIMEOUT)
     }
 }
 
-fn todo() -> BrokerError {
-    BrokerError::Other("the rabbitmq adapter is not written yet".into())
+fn sstr(s: &str) -> ShortString {
+    ShortString::from(s)
+}
+
+async fn timed<T, F>(what: &str, f: F) -> Result<T, String>
+where
+    F: std::future::Future<Output = lapin::Result<T>>,
+{
+    match tokio::time::timeout(OP_TIMEOUT, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("{what}: {e}")),
+        Err(_) => Err(format!("{what}: no answer within {OP_TIMEOUT:?}")),
+    }
+}
+
+impl Inner {
+    fn redact(&self, text: impl Into<String>) -> String {
+        let t = text.into();
+        match &self.secret {
+            Some(p) => t.replace(p.as_str(), "***"),
+            None => t,
+        }
+    }
+
+    fn err_conn(&self, text: impl Into<String>) -> BrokerError {
+        let e = BrokerError::Connection(self.redact(text));
+        self.stats.error(&e);
+        e
+    }
+
+    fn err_refused(&self, text: impl Into<String>) -> BrokerError {
+        let e = BrokerError::Refused(self.redact(text));
+        self.stats.error(&e);
+        e
+    }
+
+    fn prefixes(&self) -> Vec<String> {
+        match &*self.layout.read() {
+            Some(l) => l.topics.keys().map(|t| format!("cb.{t}")).collect(),
+            None => vec!["cb.".into()],
+        }
+    }
+
+    async fn connect(&self, name: &str) -> Result<Connection, BrokerError> {
+        let props = ConnectionProperties::default()
+            .with_connection_name(LongString::from(format!("crossbench-{name}")));
+        match tokio::time::timeout(OP_TIMEOUT, Connection::connect(&self.opts.url, props)).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(self.err_conn(format!(
+                "cannot connect to {}: {e} (is RabbitMQ running? scripts/provision/rabbitmq.sh)",
+                self.opts.url
+            ))),
+            Err(_) => Err(self.err_conn(format!(
+                "connecting to {} timed out after {OP_TIMEOUT:?}",
+                self.opts.url
+            ))),
+        }
+    }
+
+    fn layout(&self) -> Result<Arc<Layout>, BrokerError> {
+        self.layout
+            .read()
+            .clone()
+            .ok_or_else(|| BrokerError::Other("rabbitmq: setup has not run".into()))
+    }
+
+    // ---------------------------------------------------------------- publish
+
+    /// A live confirm-mode channel for slot `idx`, reconnecting when needed. Never
+    /// holds a lock across a network wait except the reconnect lock.
+    async fn pub_channel(&self, idx: usize) -> Result<Channel, BrokerError> {
+        {
+            let st = self.publisher.lock();
+            if let (Some(c), Some(Some(ch))) = (&st.conn, st.channels.get(idx)) {
+                if c.status().connected() && ch.status().connected() {
+                    return Ok(ch.clone());
+                }
+            }
+        }
+        let _guard = self.pub_reconnect.lock().await;
+        // Someone may have repaired it while we waited.
+        let (conn, need_conn) = {
+            let st = self.publisher.lock();
+            if let (Some(c), Some(Some(ch))) = (&st.conn, st.channels.get(idx)) {
+                if c.status().connected() && ch.status().connected() {
+                    return Ok(ch.clone());
+                }
+            }
+            match &st.conn {
+                Some(c) if c.status().connected() => (Some(c.clone()), false),
+                _ => (None, true),
+            }
+        };
+        let conn = match conn {
+            Some(c) if !need_conn => c,
+            _ => {
+                let had = self.publisher.lock().conn.is_some();
+                let c = Arc::new(self.connect("publish").await?);
+                if had {
+                    add(&self.stats.publish_reconnects, 1);
+                }
+                let mut st = self.publisher.lock();
+                st.conn = Some(c.clone());
+                st.channels = vec![None; self.opts.publish_channels];
+                c
+            }
+        };
+        let ch = timed("open publish channel", conn.create_channel())
+            .await
+            .map_err(|e| self.err_conn(e))?;
+        timed(
+            "confirm.select",
+            ch.confirm_select(ConfirmSelectOptions::default()),
+        )
+        .await
+        .map_err(|e| self.err_conn(e))?;
+        let mut st = self.publisher.lock();
+        if st.channels.len() != self.opts.publish_channels {
+            st.channels = vec![None; self.opts.publish_channels];
+        }
+        st.channels[idx] = Some(ch.clone());
+        Ok(ch)
+    }
+
+    fn pub_channel_broken(&self, idx: usize, ch: &Channel) {
+        let mut st = self.publisher.lock();
+        if let Some(slot) = st.channels.get_mut(idx) {
+            if slot.as_ref().is_some_and(|c| c.id() == ch.id()) {
+                *slot = None;
+            }
+        }
+    }
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let layout = self.layout()?;
+        let t = layout
+            .topics
+            .get(topic)
+            .ok_or_else(|| BrokerError::UnknownTopic(topic.to_string()))?;
+        let routing = match layout.idiom {
+            Idiom::LaneQueues => format!("l{}", lane_of(key, layout.queues_per_group)),
+            Idiom::HashExchange => key.to_string(),
+        };
+        let idx = fnv1a32(key.as_bytes()) as usize % self.opts.publish_channels;
+        let ch = self.pub_channel(idx).await?;
+        let props = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_message_id(sstr(key));
+        let exchange = sstr(&t.exchange);
+        let rk = sstr(&routing);
+        // Pipelined: every publish of the batch goes out before any confirm is awaited.
+        let mut confirms = Vec::with_capacity(payloads.len());
+        for p in payloads {
+            match ch
+                .basic_publish(
+                    exchange.clone(),
+                    rk.clone(),
+                    BasicPublishOptions::default(),
+                    p,
+                    props.clone(),
+                )
+                .await
+            {
+                Ok(c) => confirms.push(c),
+                Err(e) => {
+                    add(&self.stats.publish_errors, payloads.len() as u64);
+                    self.pub_channel_broken(idx, &ch);
+                    return Err(self.err_conn(format!("basic.publish to {}: {e}", t.exchange)));
+                }
+            }
+        }
+        add(&self.stats.client_publishes, payloads.len() as u64);
+        let mut nacked = 0u64;
+        let mut failed: Option<String> = None;
+        for c in confirms {
+            match tokio::time::timeout(OP_TIMEOUT, c).await {
+                Ok(Ok(Confirmation::Ack(_))) => {}
+                Ok(Ok(Confirmation::Nack(_))) => nacked += 1,
+                Ok(Ok(Confirmation::NotRequested)) => {
+                    failed.get_or_insert_with(|| "channel not in confirm mode".into());
+                }
+                Ok(Err(e)) => {
+                    failed.get_or_insert_with(|| format!("publisher confirm: {e}"));
+                }
+                Err(_) => {
+                    failed.get_or_insert_with(|| {
+                        format!("publisher confirm not received within {OP_TIMEOUT:?}")
+                    });
+                }
+            }
+        }
+        if let Some(f) = failed {
+            add(&self.stats.publish_errors, payloads.len() as u64);
+            self.pub_channel_broken(idx, &ch);
+            return Err(self.err_conn(f));
+        }
+        if nacked > 0 {
+            add(&self.stats.confirm_nacks, nacked);
+            add(&self.stats.publish_errors, payloads.len() as u64);
+            return Err(self.err_refused(format!(
+                "{nacked} of {} publishes to {} nacked by the broker",
+                payloads.len(),
+                t.exchange
+            )));
+        }
+        let n = payloads.len() as u64;
+        add(&self.stats.logical_published, n);
+        add(&self.stats.broker_copies, n * t.groups.len() as u64);
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- consume
+
+    /// A fresh channel on consumer connection `slot`, reconnecting it when it is gone.
+    async fn consumer_channel(&self, slot: &ConnSlot) -> Result<Channel, BrokerError> {
+        let conn = {
+            let mut g = slot.conn.lock().await;
+            let alive = g.as_ref().is_some_and(|c| c.status().connected());
+            if !alive {
+                let had = g.is_some();
+                let c = Arc::new(self.connect(&format!("consume-{}", slot.index)).await?);
+                if had {
+                    add(&self.stats.consumer_reconnects, 1);
+                }
+                *g = Some(c);
+            }
+            g.clone().expect("just set")
+        };
+        timed("open consumer channel", conn.create_channel())
+            .await
+            .map_err(|e| self.err_conn(e))
+    }
+
+    async fn close_channel(&self, ch: &Channel) {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            ch.close(200, sstr("crossbench: requeue")),
+        )
+        .await;
+    }
+
+    /// One queue, one consumer, until `stop`. Never returns early: every failure is
+    /// counted and the channel (and, when needed, the connection) reopened.
+    async fn queue_loop(
+        self: Arc<Self>,
+        queue: String,
+        slot: Arc<ConnSlot>,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
+    ) {
+        let batch = options.batch.max(1);
+        let prefetch = if self.opts.prefetch == 0 {
+            batch.min(u16::MAX as usize) as u16
+        } else {
+            self.opts.prefetch
+        };
+        let counters = options.counters.clone();
+        let mut backoff = Duration::from_millis(100);
+        let mut first_open = true;
+        while !stop.is_cancelled() {
+            if !first_open {
+                StreamCounters::add(&counters.reconnects, 1);
+                add(&self.stats.channel_reopens, 1);
+            }
+            first_open = false;
+            let opened = async {
+                let ch = self.consumer_channel(&slot).await?;
+                timed(
+                    "basic.qos",
+                    ch.basic_qos(prefetch, BasicQosOptions::default()),
+                )
+                .await
+                .map_err(|e| self.err_conn(e))?;
+                let consumer = timed(
+                    "basic.consume",
+                    ch.basic_consume(
+                        sstr(&queue),
+                        sstr(""),
+                        BasicConsumeOptions::default(),
+                        FieldTable::default(),
+                    ),
+                )
+                .await
+                .map_err(|e| self.err_conn(format!("{queue}: {e}")))?;
+                Ok::<_, BrokerError>((ch, consumer))
+            }
+            .await;
+            let (ch, mut consumer) = match opened {
+                Ok(x) => x,
+                Err(_) => {
+                    StreamCounters::add(&counters.receive_errors, 1);
+                    add(&self.stats.receive_errors, 1);
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(100);
+            // Gather / process / ack until the channel breaks or we stop.
+            'sets: loop {
+                let mut set: Vec<lapin::message::Delivery> = Vec::with_capacity(batch);
+                let mut broken = false;
+                tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => { break 'sets; }
+                    d = consumer.next() => match d {
+                        Some(Ok(d)) => set.push(d),
+                        Some(Err(_)) | None => { broken = true; }
+                    }
+                }
+                if !broken && set.len() < batch {
+                    let deadline = tokio::time::Instant::now() + self.opts.linger;
+                    while set.len() < batch {
+                        tokio::select! {
+                            biased;
+                            d = consumer.next() => match d {
+                                Some(Ok(d)) => set.push(d),
+                                Some(Err(_)) | None => { broken = true; break; }
+                            },
+                            _ = tokio::time::sleep_until(deadline) => break,
+                        }
+                    }
+                }
+                if broken {
+                    // Deliveries gathered before the break cannot be acked any more
+                    // (their channel is gone); the broker requeues them.
+                    StreamCounters::add(&counters.receive_errors, 1);
+                    add(&self.stats.receive_errors, 1);
+                    self.stats.error(&BrokerError::Connection(String::new()));
+                    break 'sets;
+                }
+                if stop.is_cancelled() {
+                    break 'sets;
+                }
+                match self.process_set(&ch, set, &handler, &counters).await {
+                    SetEnd::Continue => {}
+                    SetEnd::Reopen => break 'sets,
+                }
+            }
+            // Closing requeues whatever this consumer still holds unacked.
+            self.close_channel(&ch).await;
+        }
+    }
+
+    async fn process_set(
+        &self,
+        ch: &Channel,
+        set: Vec<lapin::message::Delivery>,
+        handler: &Arc<dyn BatchHandler>,
+        counters: &Arc<StreamCounters>,
+    ) -> SetEnd {
+        let total = set.len() as u64;
+        add(&self.stats.deliveries, total);
+        add(&self.stats.gathered_sets, 1);
+        let last_tag = set.iter().map(|d| d.delivery_tag).max().unwrap_or(0);
+        // Group by key, keeping first-appearance order and per-key delivery order.
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut groups: Vec<(Arc<str>, Vec<u64>, Vec<Delivery>)> = Vec::new();
+        let mut redelivered = 0u64;
+        for d in set {
+            let key = d
+                .properties
+                .message_id()
+                .as_ref()
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|| d.routing_key.as_str().to_string());
+            if d.redelivered {
+                redelivered += 1;
+            }
+            let i = *index.entry(key.clone()).or_insert_with(|| {
+                groups.push((Arc::from(key.as_str()), Vec::new(), Vec::new()));
+                groups.len() - 1
+            });
+            groups[i].1.push(d.delivery_tag);
+            groups[i].2.push(Delivery {
+                payload: Bytes::from(d.data),
+                redelivered: d.redelivered,
+            });
+        }
+        if redelivered > 0 {
+            StreamCounters::add(&counters.redelivered, redelivered);
+            add(&self.stats.redelivered, redelivered);
+        }
+        // Every key of the set concurrently; one key appears once per set.
+        let results = futures::future::join_all(groups.iter().map(|(k, _, msgs)| {
+            handler.handle(KeyBatch {
+                key: k.clone(),
+                messages: msgs.clone(),
+            })
+        }))
+        .await;
+        let refused: u64 = groups
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| **r == Disposition::Refuse)
+            .map(|(g, _)| g.1.len() as u64)
+            .sum();
+        if refused == 0 {
+            let r = timed(
+                "basic.ack",
+                ch.basic_ack(last_tag, BasicAckOptions { multiple: true }),
+            )
+            .await;
+            return match r {
+                Ok(()) => {
+                    add(&self.stats.multiple_acks, 1);
+                    add(&self.stats.acked, total);
+                    StreamCounters::add(&counters.acked, total);
+                    SetEnd::Continue
+                }
+                Err(e) => {
+                    let _ = self.err_conn(e);
+                    add(&self.stats.ack_errors, total);
+                    StreamCounters::add(&counters.ack_errors, total);
+                    SetEnd::Reopen
+                }
+            };
+        }
+        // Some key-batch was refused: ack the accepted deliveries one by one, then
+        // close the channel so the broker requeues everything else this consumer holds
+        // (refused batches and later prefetched deliveries) in queue order.
+        add(&self.stats.refused, refused);
+        StreamCounters::add(&counters.refused, refused);
+        for ((_, tags, _), r) in groups.iter().zip(&results) {
+            if *r != Disposition::Ack {
+                continue;
+            }
+            for &tag in tags {
+                match timed(
+                    "basic.ack",
+                    ch.basic_ack(tag, BasicAckOptions { multiple: false }),
+                )
+                .await
+                {
+                    Ok(()) => {
+                        add(&self.stats.single_acks, 1);
+                        add(&self.stats.acked, 1);
+                        StreamCounters::add(&counters.acked, 1);
+                    }
+                    Err(e) => {
+                        let _ = self.err_conn(e);
+                        add(&self.stats.ack_errors, 1);
+                        StreamCounters::add(&counters.ack_errors, 1);
+                    }
+                }
+            }
+        }
+        add(&self.stats.refusal_channel_closes, 1);
+        SetEnd::Reopen
+    }
+
+    // ---------------------------------------------------------------- setup
+
+    async fn admin_channels(&self, conn: &Connection) -> Result<Vec<Channel>, BrokerError> {
+        let mut v = Vec::new();
+        for _ in 0..self.opts.setup_channels {
+            v.push(
+                timed("open setup channel", conn.create_channel())
+                    .await
+                    .map_err(|e| self.err_conn(e))?,
+            );
+        }
+        Ok(v)
+    }
+
+    /// Delete every queue and exchange whose name starts with `cb.<topic>` for a topic
+    /// of `topology`. Lists them with `rabbitmqctl`; without the CLI it deletes the
+    /// names a generous range of lane counts would have produced.
+    async fn reset(
+        &self,
+        conn: &Connection,
+        topology: &Topology,
+    ) -> Result<Vec<String>, BrokerError> {
+        let mut notes = Vec::new();
+        let owned = |name: &str| {
+            topology.topics.iter().any(|t| {
+                let base = format!("cb.{}", t.name);
+                name == base || name.starts_with(&format!("{base}."))
+            })
+        };
+        let ctl = self.opts.rabbitmqctl.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            let q = cost::list_names(&ctl, "queues", CTL_TIMEOUT)?;
+            let x = cost::list_names(&ctl, "exchanges", CTL_TIMEOUT)?;
+            Ok::<_, String>((q, x))
+        })
+        .await
+        .map_err(|e| BrokerError::Other(format!("reset listing task: {e}")))?;
+        let (queues, exchanges): (Vec<String>, Vec<String>) = match listed {
+            Ok((q, x)) => (
+                q.into_iter().filter(|n| owned(n)).collect(),
+                x.into_iter().filter(|n| owned(n)).collect(),
+            ),
+            Err(e) => {
+                let range = topology.lanes.max(topology.keys.min(4096)).max(1024);
+                notes.push(format!(
+                    "reset could not list queues ({}); deleted lane/hash queue names 0..{range} instead",
+                    self.redact(e)
+                ));
+                let mut q = Vec::new();
+                let mut x = Vec::new();
+                for t in &topology.topics {
+                    x.push(format!("cb.{}", t.name));
+                    for g in &t.groups {
+                        x.push(format!("cb.{}.{g}.hash", t.name));
+                        for i in 0..range {
+                            q.push(format!("cb.{}.{g}.l{i}", t.name));
+                            q.push(format!("cb.{}.{g}.h{i}", t.name));
+                        }
+                    }
+                }
+                (q, x)
+            }
+        };
+        let chans = self.admin_channels(conn).await?;
+        let nq = queues.len() as u64;
+        let nx = exchanges.len() as u64;
+        run_spread(&chans, queues, |ch, name| async move {
+            timed(
+                "queue.delete",
+                ch.queue_delete(sstr(&name), QueueDeleteOptions::default()),
+            )
+            .await
+            .map(|_| ())
+        })
+        .await
+        .map_err(|e| self.err_refused(format!("reset: {e}")))?;
+        run_spread(&chans, exchanges, |ch, name| async move {
+            timed(
+                "exchange.delete",
+                ch.exchange_delete(sstr(&name), ExchangeDeleteOptions::default()),
+            )
+            .await
+        })
+        .await
+        .map_err(|e| self.err_refused(format!("reset: {e}")))?;
+        add(&self.stats.reset_deleted_queues, nq);
+        add(&self.stats.reset_deleted_exchanges, nx);
+        for ch in chans {
+            self.close_channel(&ch).await;
+        }
+        Ok(notes)
+    }
+
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        match (topology.durability, self.opts.queue_type) {
+            (Durability::Fsync, QueueType::Classic) => {
+                return Err(BrokerError::Config {
+                    field: "rabbitmq.queue_type".into(),
+                    message: "durability: fsync needs quorum queues (classic queues do not fsync before the confirm); set rabbitmq.queue_type=quorum".into(),
+                })
+            }
+            (Durability::Memory, _) => {
+                return Err(BrokerError::Config {
+                    field: "durability".into(),
+                    message: "the rabbitmq adapter provides default (classic) or fsync (quorum), not memory".into(),
+                })
+            }
+            _ => {}
+        }
+        let lanes = topology.lanes.min(topology.keys).max(1);
+        let idiom = self.opts.idiom;
+        let qpg = match idiom {
+            Idiom::LaneQueues => lanes,
+            Idiom::HashExchange => self.opts.hash_queues(lanes),
+        };
+        let conn = self.connect("setup").await?;
+        let mut notes = Vec::new();
+        if topology.reset {
+            notes.extend(self.reset(&conn, topology).await?);
+        }
+        let chans = self.admin_channels(&conn).await?;
+        let mut qargs = FieldTable::default();
+        qargs.insert(
+            sstr("x-queue-type"),
+            AMQPValue::LongString(LongString::from(self.opts.queue_type.name())),
+        );
+        let durable_x = ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        let durable_q = QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        // Exchanges first (serially: a handful), then queues and bindings spread.
+        let mut topics = HashMap::new();
+        let mut bindings: Vec<(String, String, String)> = Vec::new(); // (queue, exchange, key)
+        let ch0 = &chans[0];
+        let mut physical = 0u64;
+        for t in &topology.topics {
+            let xname = format!("cb.{}", t.name);
+            let kind = match idiom {
+                Idiom::LaneQueues => ExchangeKind::Direct,
+                Idiom::HashExchange => ExchangeKind::Fanout,
+            };
+            timed(
+                "exchange.declare",
+                ch0.exchange_declare(sstr(&xname), kind, durable_x, FieldTable::default()),
+            )
+            .await
+            .map_err(|e| {
+                self.err_refused(format!(
+                    "{xname}: {e} (run with reset, the default, after changing rabbitmq.idiom)"
+                ))
+            })?;
+            let mut groups = Vec::new();
+            for g in &t.groups {
+                let mut queues = Vec::new();
+                match idiom {
+                    Idiom::LaneQueues => {
+                        for i in 0..qpg {
+                            let q = format!("cb.{}.{g}.l{i}", t.name);
+                            bindings.push((q.clone(), xname.clone(), format!("l{i}")));
+                            queues.push(q);
+                        }
+                    }
+                    Idiom::HashExchange => {
+                        let hx = format!("cb.{}.{g}.hash", t.name);
+                        timed(
+                            "exchange.declare x-consistent-hash",
+                            ch0.exchange_declare(
+                                sstr(&hx),
+                                ExchangeKind::Custom("x-consistent-hash".into()),
+                                durable_x,
+                                FieldTable::default(),
+                            ),
+                        )
+                        .await
+                        .map_err(|e| {
+                            self.err_refused(format!(
+                                "{hx}: {e} (enable the plugin: rabbitmq-plugins enable rabbitmq_consistent_hash_exchange, or run scripts/provision/rabbitmq.sh)"
+                            ))
+                        })?;
+                        timed(
+                            "exchange.bind",
+                            ch0.exchange_bind(
+                                sstr(&hx),
+                                sstr(&xname),
+                                sstr(""),
+                                ExchangeBindOptions::default(),
+                                FieldTable::default(),
+                            ),
+                        )
+                        .await
+                        .map_err(|e| self.err_refused(format!("bind {hx} to {xname}: {e}")))?;
+                        for i in 0..qpg {
+                            let q = format!("cb.{}.{g}.h{i}", t.name);
+                            // Binding key = weight on the hash ring.
+                            bindings.push((q.clone(), hx.clone(), "1".into()));
+                            queues.push(q);
+                        }
+                    }
+                }
+                physical += queues.len() as u64;
+                groups.push((g.clone(), queues));
+            }
+            topics.insert(
+                t.name.clone(),
+                TopicLayout {
+                    exchange: xname,
+                    groups,
+                },
+            );
+        }
+        let qt = self.opts.queue_type.name();
+        run_spread(&chans, bindings, |ch, (q, x, k)| {
+            let qargs = qargs.clone();
+            async move {
+                timed(
+                    "queue.declare",
+                    ch.queue_declare(sstr(&q), durable_q, qargs),
+                )
+                .await
+                .map_err(|e| {
+                    format!("{q}: {e} (an existing queue of another type? keep reset on; queue_type={qt})")
+                })?;
+                timed(
+                    "queue.bind",
+                    ch.queue_bind(
+                        sstr(&q),
+                        sstr(&x),
+                        sstr(&k),
+                        QueueBindOptions::default(),
+                        FieldTable::default(),
+                    ),
+                )
+                .await
+                .map_err(|e| format!("bind {q}: {e}"))
+            }
+        })
+        .await
+        .map_err(|e| self.err_refused(e))?;
+        for ch in &chans {
+            self.close_channel(ch).await;
+        }
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), conn.close(200, sstr("setup done"))).await;
+
+        // Consumer connections: enough that none carries more than
+        // channels_per_connection consumer channels.
+        let need = (physical as usize).div_ceil(self.opts.channels_per_connection);
+        let nconn = need.max(self.opts.consumer_connections).max(1);
+        {
+            let mut slots = self.slots.write();
+            if slots.len() < nconn {
+                for i in slots.len()..nconn {
+                    slots.push(Arc::new(ConnSlot {
+                        index: i,
+                        conn: tokio::sync::Mutex::new(None),
+                    }));
+                }
+            }
+        }
+        *self.layout.write() = Some(Arc::new(Layout {
+            idiom,
+            queues_per_group: qpg,
+            topics,
+            physical_queues: physical,
+            consumer_connections: nconn,
+        }));
+
+        let durability = match self.opts.queue_type {
+            QueueType::Quorum => Durability::Fsync,
+            QueueType::Classic => Durability::Default,
+        };
+        notes.push(match self.opts.queue_type {
+            QueueType::Quorum => "quorum queues: a publisher confirm follows an fsync of the queue's Raft log (tier fsync)".into(),
+            QueueType::Classic => "classic durable queues, persistent messages (delivery_mode 2), publisher confirms: the confirm follows the write to the message store / queue index, not an fsync per message (tier default)".into(),
+        });
+        notes.push(format!(
+            "idiom {}: {} queues per group ({} lanes requested, clamped to {} keys); one consumer and one channel per queue over {nconn} consumer connections + 1 publish connection with {} confirm channels",
+            idiom.name(),
+            qpg,
+            topology.lanes,
+            topology.keys,
+            self.opts.publish_channels
+        ));
+        notes.push(match idiom {
+            Idiom::LaneQueues => "key placement: client-side FNV-1a 32 (key) mod lanes; hashing lanes=keys leaves about a third of the lane queues empty and doubles keys up on others".into(),
+            Idiom::HashExchange => "key placement: broker-side x-consistent-hash on the routing key (= ordering key); the per-topic fanout exchange feeds each group's hash exchange (exchange-to-exchange binding)".into(),
+        });
+        notes.push("one client publish per message per topic; the broker enqueues one copy per group's queue (materialised fan-out: publishes_per_ingress_event counts the broker-side copies)".into());
+        notes.push(format!(
+            "consume: prefetch {} per consumer, gather up to batch with {:?} linger, group by message_id, keys concurrent, one multiple-ack per set; a refused key-batch: accepted ones acked singly, channel closed so the broker requeues the rest in order",
+            if self.opts.prefetch == 0 { "= batch".to_string() } else { self.opts.prefetch.to_string() },
+            self.opts.linger
+        ));
+        if topology.dedup_window_sec > 0 {
+            notes.push(format!(
+                "dedup window {} s requested: RabbitMQ has no broker-side dedup; not honoured",
+                topology.dedup_window_sec
+            ));
+        }
+        Ok(Description {
+            system: "rabbitmq".into(),
+            variant: format!("{}/{}", idiom.name(), self.opts.queue_type.name()),
+            durability,
+            fan_out: FanOut::Materialised,
+            delivery: DeliveryGuarantee::AtLeastOnce,
+            ordered_lanes: physical,
+            physical_queues: physical,
+            consumer_members: physical,
+            connections: nconn as u64 + 1,
+            publishes_per_ingress_event: topology.materialised_publishes_per_ingress_event(),
+            semantics_built_in_app: vec![
+                "per-key batching: deliveries gathered per queue and grouped by message_id in the client".into(),
+                match idiom {
+                    Idiom::LaneQueues => "key → lane routing (FNV-1a) in the client".into(),
+                    Idiom::HashExchange => "none for routing: the consistent-hash exchange places keys".into(),
+                },
+                "partial acknowledgement of a gathered set: single acks + channel close to requeue the refused remainder in order".into(),
+                "consumer / connection recovery (channel reopen, reconnect) in the adapter".into(),
+            ],
+            notes,
+            lease_ms: None,
+        })
+    }
+}
+
+enum SetEnd {
+    Continue,
+    Reopen,
+}
+
+/// Run `f(channel, item)` for every item, items spread round-robin over the
+/// channels, each channel's share sequential, the channels concurrent. First error wins.
+async fn run_spread<T, F, Fut>(chans: &[Channel], items: Vec<T>, f: F) -> Result<(), String>
+where
+    F: Fn(Channel, T) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let n = chans.len().max(1);
+    let mut shares: Vec<Vec<T>> = (0..n).map(|_| Vec::new()).collect();
+    for (i, it) in items.into_iter().enumerate() {
+        shares[i % n].push(it);
+    }
+    let f = &f;
+    let results =
+        futures::future::join_all(shares.into_iter().zip(chans).map(|(share, ch)| async move {
+            for it in share {
+                f(ch.clone(), it).await?;
+            }
+            Ok::<(), String>(())
+        }))
+        .await;
+    results.into_iter().collect()
 }
 
 #[async_trait]
 impl Broker for RabbitBroker {
-    async fn setup(&self, _t: &Topology) -> Result<Description, BrokerError> {
-        Err(todo())
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        self.inner.setup(topology).await
     }
-    async fn publish(&self, _t: &str, _k: &str, _p: &[Bytes]) -> Result<(), BrokerError> {
-        Err(todo())
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        self.inner.publish(topic, key, payloads).await
     }
+
     async fn consume(
         &self,
-        _t: &str,
-        _g: &str,
-        _o: ConsumeOptions,
-        _h: Arc<dyn BatchHandler>,
-        _s: CancellationToken,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
     ) -> Result<(), BrokerError> {
-        Err(todo())
-    }
-    fn counters(&self) -> BTreeMap<String, u64> {
-        BTreeMap::new()
-    }
-    async fn close(&self) -> Result<(), BrokerError> {
+        let layout = self.inner.layout()?;
+        let t = layout
+            .topics
+            .get(topic)
+            .ok_or_else(|| BrokerError::UnknownTopic(topic.to_string()))?;
+        let queues = t
+            .groups
+            .iter()
+            .find(|(g, _)| g == group)
+            .map(|(_, q)| q.clone())
+            .ok_or_else(|| BrokerError::Other(format!("unknown group {group:?} on {topic:?}")))?;
+        let slots: Vec<Arc<ConnSlot>> = self.inner.slots.read().clone();
+        let nslots = layout.consumer_connections.min(slots.len()).max(1);
+        let mut tasks = JoinSet::new();
+        for q in queues {
+            let i = self.inner.next_slot.fetch_add(1, Ordering::Relaxed) % nslots;
+            tasks.spawn(self.inner.clone().queue_loop(
+                q,
+                slots[i].clone(),
+                options.clone(),
+                handler.clone(),
+                stop.clone(),
+            ));
+        }
+        while let Some(r) = tasks.join_next().await {
+            if let Err(e) = r {
+                return Err(BrokerError::Other(format!(
+                    "rabbitmq queue consumer panicked: {e}"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let s = &self.inner.stats;
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: u64| {
+            m.insert(format!("rabbit_{k}"), v);
+        };
+        put("logical_published", g(&s.logical_published));
+        put("client_publishes", g(&s.client_publishes));
+        put("broker_copies", g(&s.broker_copies));
+        put("confirm_nacks", g(&s.confirm_nacks));
+        put("publish_errors", g(&s.publish_errors));
+        put("deliveries", g(&s.deliveries));
+        put("acked", g(&s.acked));
+        put("refused", g(&s.refused));
+        put("ack_errors", g(&s.ack_errors));
+        put("receive_errors", g(&s.receive_errors));
+        put("redelivered", g(&s.redelivered));
+        put("multiple_acks", g(&s.multiple_acks));
+        put("single_acks", g(&s.single_acks));
+        put("gathered_sets", g(&s.gathered_sets));
+        put("channel_reopens", g(&s.channel_reopens));
+        put("refusal_channel_closes", g(&s.refusal_channel_closes));
+        put("publish_reconnects", g(&s.publish_reconnects));
+        put("consumer_reconnects", g(&s.consumer_reconnects));
+        put("reset_deleted_queues", g(&s.reset_deleted_queues));
+        put("reset_deleted_exchanges", g(&s.reset_deleted_exchanges));
+        put("publish_channels", self.inner.opts.publish_channels as u64);
+        put(
+            "quorum",
+            u64::from(self.inner.opts.queue_type == QueueType::Quorum),
+        );
+        if let Some(l) = &*self.inner.layout.read() {
+            put("queues", l.physical_queues);
+            put("queues_per_group", l.queues_per_group);
+            put("consumer_connections", l.consumer_connections as u64);
+        }
+        for (class, n) in s.errors.lock().iter() {
+            m.insert(format!("rabbit_errors_{class}"), *n);
+        }
+        if self.inner.opts.cost_snapshot {
+            match self.cost_snapshot() {
+                Ok(snap) => m.extend(snap.to_counters("rabbit_end_")),
+                Err(_) => {
+                    m.insert("rabbit_end_snapshot_failed".into(), 1);
+                }
+            }
+        }
+        m
+    }
+
+    async fn close(&self) -> Result<(), BrokerError> {
+        let pubc = {
+            let mut st = self.inner.publisher.lock();
+            st.channels.clear();
+            st.conn.take()
+        };
+        if let Some(c) = pubc {
+            let _ = tokio::time::timeout(Duration::from_secs(5), c.close(200, sstr("bye"))).await;
+        }
+        let slots: Vec<Arc<ConnSlot>> = self.inner.slots.read().clone();
+        for s in slots {
+            let c = s.conn.lock().await.take();
+            if let Some(c) = c {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(5), c.close(200, sstr("bye"))).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_is_found_and_redacted() {
+        assert_eq!(
+            password_of("amqp://guest:s3cret@h:5672/%2f").as_deref(),
+            Some("s3cret")
+        );
+        assert_eq!(password_of("amqp://h:5672"), None);
+        let b = RabbitBroker::new(RabbitOptions {
+            url: "amqp://u:s3cret@127.0.0.1:1/%2f".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            b.inner
+                .redact("cannot connect to amqp://u:s3cret@127.0.0.1:1/%2f"),
+            "cannot connect to amqp://u:***@127.0.0.1:1/%2f"
+        );
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let bad = RabbitOptions {
+            publish_channels: 0,
+            ..Default::default()
+        };
+        assert!(matches!(
+            RabbitBroker::new(bad),
+            Err(BrokerError::Config { .. })
+        ));
+        let bad = RabbitOptions {
+            url: "http://x".into(),
+            ..Default::default()
+        };
+        assert!(RabbitBroker::new(bad).is_err());
     }
 }

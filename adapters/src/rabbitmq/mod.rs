@@ -1,8 +1,10 @@
 //! RabbitMQ adapter. Options are always compiled so scenario files parse in every
-//! build; the adapter itself needs the `rabbitmq` feature.
+//! build; the adapter itself needs the `rabbitmq` feature. The cost snapshot
+//! (`rabbitmqctl`) needs no client library and is always compiled.
 
+pub mod cost;
 pub mod options;
-pub use options::RabbitOptions;
+pub use options::{Idiom, QueueType, RabbitOptions};
 
 #[cfg(feature = "rabbitmq")]
 mod adapter;
