@@ -51,13 +51,14 @@ impl Metric {
     }
 
     /// Record one value in µs (negative values count as 0, huge ones are clamped).
+    /// Values go into the interval histogram only; it is folded into the whole-run
+    /// histogram when the interval is taken (one record per value, not two).
     pub fn record(&self, us: i64) {
         let v = us.clamp(1, MAX_US as i64) as u64;
         let mut p = self.inner.lock();
         if us > MAX_US as i64 {
             p.clamped += 1;
         }
-        p.total.saturating_record(v);
         p.interval.saturating_record(v);
     }
 
@@ -72,7 +73,6 @@ impl Metric {
             if us > MAX_US as i64 {
                 p.clamped += 1;
             }
-            p.total.saturating_record(v);
             p.interval.saturating_record(v);
         }
     }
@@ -81,25 +81,30 @@ impl Metric {
     pub fn record_n(&self, us: i64, n: u64) {
         let v = us.clamp(1, MAX_US as i64) as u64;
         let mut p = self.inner.lock();
-        let _ = p.total.record_n(v, n);
         let _ = p.interval.record_n(v, n);
     }
 
     /// Take and reset the interval histogram.
     pub fn take_interval(&self) -> Histogram<u64> {
         let mut p = self.inner.lock();
+        let p = &mut *p;
         let h = p.interval.clone();
+        let _ = p.total.add(&p.interval);
         p.interval.reset();
         h
     }
 
+    /// The whole-run histogram, including the interval not yet taken.
     pub fn total(&self) -> Histogram<u64> {
-        self.inner.lock().total.clone()
+        let p = self.inner.lock();
+        let mut t = p.total.clone();
+        let _ = t.add(&p.interval);
+        t
     }
 
     pub fn summary(&self) -> Summary {
-        let p = self.inner.lock();
-        Summary::of(&p.total, p.clamped)
+        let clamped = self.inner.lock().clamped;
+        Summary::of(&self.total(), clamped)
     }
 }
 

@@ -6,6 +6,7 @@ pub mod counters;
 pub mod histograms;
 pub mod metrics;
 pub mod plan;
+pub mod priority;
 pub mod producer;
 pub mod record;
 pub mod report;

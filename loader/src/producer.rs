@@ -276,6 +276,7 @@ fn pace(
     cold_shards: u64,
     stop: &AtomicBool,
 ) {
+    crate::priority::raise_current_thread();
     let sched = Schedule {
         rate: spec.rate,
         ramp: spec.ramp,

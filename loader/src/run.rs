@@ -734,6 +734,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             cpu_us_per_delivery,
             peak_rss_bytes: peak_rss_bytes(),
             runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+            pacer_priority_raised: crate::priority::pacer_priority_raised(),
         },
         drain: DrainFigures {
             outcome: drain_end.name().into(),

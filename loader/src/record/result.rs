@@ -162,6 +162,9 @@ pub struct LoaderFigures {
     pub cpu_us_per_delivery: f64,
     pub peak_rss_bytes: u64,
     pub runtime_threads: usize,
+    /// The pacer threads run at a higher priority than the stages (needs root or
+    /// CAP_SYS_NICE); false means they competed as equals.
+    pub pacer_priority_raised: bool,
 }
 
 #[derive(Debug, Serialize)]
