@@ -16,7 +16,6 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, Semaphore};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{
@@ -143,16 +142,21 @@ struct Topic {
     distinct_keys: AtomicU64,
 }
 
-/// The control broker.
 #[derive(Debug, Default)]
-pub struct MemBroker {
-    options: MemOptions,
-    topics: RwLock<HashMap<String, Arc<Topic>>>,
+struct MemStats {
     published: AtomicU64,
     delivered: AtomicU64,
     acked: AtomicU64,
     refused: AtomicU64,
     faults_applied: AtomicU64,
+}
+
+/// The control broker.
+#[derive(Debug, Default)]
+pub struct MemBroker {
+    options: MemOptions,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    stats: Arc<MemStats>,
 }
 
 impl MemBroker {
@@ -373,7 +377,8 @@ impl Broker for MemBroker {
                 g.notify.notify_one();
             }
         }
-        self.published
+        self.stats
+            .published
             .fetch_add(payloads.len() as u64, Ordering::Relaxed);
         Ok(())
     }
@@ -390,27 +395,32 @@ impl Broker for MemBroker {
         // Enough concurrent batches that the broker never limits the stage: the stage's
         // own lane budget bounds the work in flight.
         let slots = Arc::new(Semaphore::new(options.lanes.max(16)));
-        let mut tasks = JoinSet::new();
-        let faults_applied = &self.faults_applied;
+        debug_assert!(options.lanes.max(16) <= u32::MAX as usize);
+        let total_slots = options.lanes.max(16) as u32;
+        let faults_applied = &self.stats.faults_applied;
         loop {
             let permit = tokio::select! {
                 _ = stop.cancelled() => break,
                 p = slots.clone().acquire_owned() => p.expect("semaphore never closed"),
             };
-            let claimed = loop {
-                let notified = g.notify.notified();
-                if let Some(c) = g.claim(options.batch, faults_applied) {
-                    break Some(c);
-                }
-                tokio::select! {
-                    _ = stop.cancelled() => break None,
-                    _ = notified => {}
-                }
+            // Claim first; only when nothing is ready, register for a wake-up and look
+            // once more (so a publish between the two looks is never missed).
+            let claimed = match g.claim(options.batch, faults_applied) {
+                Some(c) => Some(c),
+                None => loop {
+                    let notified = g.notify.notified();
+                    if let Some(c) = g.claim(options.batch, faults_applied) {
+                        break Some(c);
+                    }
+                    tokio::select! {
+                        _ = stop.cancelled() => break None,
+                        _ = notified => {}
+                    }
+                },
             };
             let Some((key, msgs)) = claimed else { break };
-            // Wake another dispatcher waiter if more keys are ready.
             let n = msgs.len() as u64;
-            self.delivered.fetch_add(n, Ordering::Relaxed);
+            self.stats.delivered.fetch_add(n, Ordering::Relaxed);
             let redelivered = msgs.iter().filter(|m| m.redelivered).count() as u64;
             if redelivered > 0 {
                 StreamCounters::add(&options.counters.redelivered, redelivered);
@@ -428,23 +438,30 @@ impl Broker for MemBroker {
             let handler = handler.clone();
             let g2 = g.clone();
             let counters = options.counters.clone();
-            tasks.spawn(async move {
+            let stats = self.stats.clone();
+            // The permit travels with the task: the semaphore both bounds the batches in
+            // flight and tells when they have all finished.
+            tokio::spawn(async move {
                 let d = handler.handle(batch).await;
                 match d {
-                    Disposition::Ack => StreamCounters::add(&counters.acked, n),
-                    Disposition::Refuse => StreamCounters::add(&counters.refused, n),
+                    Disposition::Ack => {
+                        StreamCounters::add(&counters.acked, n);
+                        stats.acked.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Disposition::Refuse => {
+                        StreamCounters::add(&counters.refused, n);
+                        stats.refused.fetch_add(n, Ordering::Relaxed);
+                    }
                 }
                 g2.release(&key, msgs, d);
                 drop(permit);
-                (d, n)
             });
-            while let Some(done) = tasks.try_join_next() {
-                self.account(done);
-            }
         }
-        while let Some(done) = tasks.join_next().await {
-            self.account(done);
-        }
+        // Wait for every batch still in flight.
+        let _all = slots
+            .acquire_many(total_slots)
+            .await
+            .expect("semaphore never closed");
         Ok(())
     }
 
@@ -452,17 +469,20 @@ impl Broker for MemBroker {
         let mut m = BTreeMap::new();
         m.insert(
             "mem_published".into(),
-            self.published.load(Ordering::Relaxed),
+            self.stats.published.load(Ordering::Relaxed),
         );
         m.insert(
             "mem_delivered".into(),
-            self.delivered.load(Ordering::Relaxed),
+            self.stats.delivered.load(Ordering::Relaxed),
         );
-        m.insert("mem_acked".into(), self.acked.load(Ordering::Relaxed));
-        m.insert("mem_refused".into(), self.refused.load(Ordering::Relaxed));
+        m.insert("mem_acked".into(), self.stats.acked.load(Ordering::Relaxed));
+        m.insert(
+            "mem_refused".into(),
+            self.stats.refused.load(Ordering::Relaxed),
+        );
         m.insert(
             "mem_faults_applied".into(),
-            self.faults_applied.load(Ordering::Relaxed),
+            self.stats.faults_applied.load(Ordering::Relaxed),
         );
         let keys: u64 = self
             .topics
@@ -476,19 +496,5 @@ impl Broker for MemBroker {
 
     async fn close(&self) -> Result<(), BrokerError> {
         Ok(())
-    }
-}
-
-impl MemBroker {
-    fn account(&self, done: Result<(Disposition, u64), tokio::task::JoinError>) {
-        match done {
-            Ok((Disposition::Ack, n)) => {
-                self.acked.fetch_add(n, Ordering::Relaxed);
-            }
-            Ok((Disposition::Refuse, n)) => {
-                self.refused.fetch_add(n, Ordering::Relaxed);
-            }
-            Err(_) => {}
-        }
     }
 }

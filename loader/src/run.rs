@@ -242,33 +242,23 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     ];
     let abandon = CancellationToken::new();
     let padding = Arc::new(rates_padding(s.payload_b as usize));
+    let flow_spec = |flow: u8, topic: &str, rate: u64, padding: Option<Arc<Vec<u8>>>| FlowSpec {
+        flow,
+        topic: topic.to_string(),
+        rate: rate as f64,
+        ramp: s.ramp.secs_f64(),
+        props: s.properties,
+        hot_props: s.hot.props,
+        hot_factor: s.hot.factor,
+        shards: plan.shards,
+        shard_queue: s.shard_queue as usize,
+        padding,
+        first_seq: 1,
+    };
+    // Flow B's ingress carries the `rates` padding; flow A's is the stamp alone.
     let specs = [
-        FlowSpec {
-            flow: b'A',
-            topic: defs[0].topic.clone(),
-            rate: plan.rate_a as f64,
-            ramp: s.ramp.secs_f64(),
-            props: s.properties,
-            hot_props: s.hot.props,
-            hot_factor: s.hot.factor,
-            shards: plan.shards,
-            shard_queue: s.shard_queue as usize,
-            padding: None,
-            first_seq: 1,
-        },
-        FlowSpec {
-            flow: b'B',
-            topic: defs[1].topic.clone(),
-            rate: plan.rate_b as f64,
-            ramp: s.ramp.secs_f64(),
-            props: s.properties,
-            hot_props: s.hot.props,
-            hot_factor: s.hot.factor,
-            shards: plan.shards,
-            shard_queue: s.shard_queue as usize,
-            padding: Some(padding),
-            first_seq: 1,
-        },
+        flow_spec(b'A', &defs[0].topic, plan.rate_a, None),
+        flow_spec(b'B', &defs[1].topic, plan.rate_b, Some(padding)),
     ];
     let penv = |i: usize| ProducerEnv {
         broker: broker.clone(),
@@ -734,7 +724,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             cpu_us_per_delivery,
             peak_rss_bytes: peak_rss_bytes(),
             runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
-            pacer_priority_raised: crate::priority::pacer_priority_raised(),
+            pacer_priority: crate::priority::pacer_priority().to_string(),
         },
         drain: DrainFigures {
             outcome: drain_end.name().into(),

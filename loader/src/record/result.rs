@@ -162,9 +162,9 @@ pub struct LoaderFigures {
     pub cpu_us_per_delivery: f64,
     pub peak_rss_bytes: u64,
     pub runtime_threads: usize,
-    /// The pacer threads run at a higher priority than the stages (needs root or
-    /// CAP_SYS_NICE); false means they competed as equals.
-    pub pacer_priority_raised: bool,
+    /// Scheduling the pacer threads got: `fifo` (real-time), `nice` (−10) or
+    /// `normal` (no privilege: they competed with the stages as equals).
+    pub pacer_priority: String,
 }
 
 #[derive(Debug, Serialize)]
