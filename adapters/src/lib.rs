@@ -9,6 +9,7 @@ pub mod lanes;
 pub mod mem;
 pub mod pgmq;
 pub mod rabbitmq;
+pub mod redact;
 
 pub use broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,

@@ -137,28 +137,7 @@ impl PgmqOptions {
 /// Remove the password from a DSN or from any text that quotes one:
 /// `postgres://user:secret@host` becomes `postgres://user:***@host`.
 pub fn redact_dsn(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        // The authority ends at the first '/', whitespace or quote; credentials end at its last '@'.
-        let end = tail
-            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match (authority.rfind('@'), authority.find(':')) {
-            (Some(at), Some(colon)) if colon < at => {
-                out.push_str(&authority[..colon]);
-                out.push_str(":***");
-                out.push_str(&authority[at..]);
-            }
-            _ => out.push_str(authority),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    crate::redact::redact_url_passwords(text)
 }
 
 /// A whole-second duration: a number of seconds or a duration string.

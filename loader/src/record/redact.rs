@@ -13,28 +13,7 @@ pub fn redact(text: &str) -> String {
 
 /// `scheme://user:pass@host` → `scheme://user:***@host`.
 fn redact_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        // The authority ends at the first '/', whitespace, quote or end.
-        let end = tail
-            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'' || c == '?')
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match (authority.rfind('@'), authority.find(':')) {
-            (Some(at), Some(colon)) if colon < at => {
-                out.push_str(&authority[..colon]);
-                out.push_str(":***");
-                out.push_str(&authority[at..]);
-            }
-            _ => out.push_str(authority),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    adapters::redact::redact_url_passwords(text)
 }
 
 fn redact_keys(text: &str) -> String {
