@@ -281,8 +281,7 @@ fn pace(
         rate: spec.rate,
         ramp: spec.ramp,
     };
-    let end_s = run_for.as_secs_f64();
-    let total = sched.total_before(end_s);
+    let total = sched.total_before(run_for.as_secs_f64());
     let mut selector = Selector::new(spec.props, spec.hot_props, spec.hot_factor);
     let mut next_seq: Vec<i64> = vec![spec.first_seq; spec.props as usize];
     let mut k: u64 = 0;
@@ -335,11 +334,8 @@ fn pace(
             thread::sleep(wake - elapsed);
         }
     }
-    if k < total && stop.load(Ordering::Relaxed) {
-        // Stopped early: the rest of the schedule is never offered.
-    }
+    // Stopped early or done: closing the queues lets the shards drain and finish.
     drop(senders);
-    let _ = end_s;
 }
 
 #[cfg(test)]

@@ -535,7 +535,6 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     };
     let offered_rated: u64 = snaps.values().map(|f| f.offered_rated).sum();
     let deliveries_rated = rated_processed();
-    let _ = rated_done_processed;
     let all_delivered: u64 = stages.iter().map(|st| get(&st.counters.delivered)).sum();
     let loader_cores = (cpu_at_end - cpu_at_start) / wall_rated;
     let avail = cores_available();
@@ -698,7 +697,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         identity_holds,
         throughput: Throughput {
             offered_per_sec: offered_rated as f64 / rated_sec,
-            published_per_sec: 0.0,
+            published_per_sec: published_rated as f64 / rated_sec,
             deliveries_per_sec: deliveries_rated as f64 / rated_sec,
             served_fraction: deliveries_rated as f64
                 / rated_sec

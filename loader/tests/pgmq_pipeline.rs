@@ -10,25 +10,33 @@ use std::time::{Duration, Instant};
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
 const DSN_DB: &str = "crossbench";
 
+/// Run one SQL statement with psql against the test database; its trimmed output,
+/// or None when psql failed.
+fn psql(sql: &str) -> Option<String> {
+    let o = Command::new("psql")
+        .args([
+            "-X",
+            "-At",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            DSN_DB,
+            "-c",
+        ])
+        .arg(sql)
+        .output()
+        .ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
 fn pg_ready() -> bool {
     let up = TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), Duration::from_secs(2))
         .is_ok()
-        && Command::new("psql")
-            .args([
-                "-X",
-                "-At",
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "postgres",
-                "-d",
-                DSN_DB,
-                "-c",
-            ])
-            .arg("select 1 from pg_extension where extname = 'pgmq'")
-            .output()
-            .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "1")
-            .unwrap_or(false);
+        && psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Some("1");
     if !up {
         if std::env::var_os("CI").is_some() {
             panic!("PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (CI is set: failing)");
@@ -136,29 +144,13 @@ fn pgmq_pipeline_survives_backend_termination() {
         while t0.elapsed() < Duration::from_secs(at) {
             std::thread::sleep(Duration::from_millis(100));
         }
-        let o = Command::new("psql")
-            .args([
-                "-X",
-                "-At",
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "postgres",
-                "-d",
-                DSN_DB,
-                "-c",
-            ])
-            .arg(format!(
-                "select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity \
-                 where datname = '{DSN_DB}' and pid <> pg_backend_pid() \
-                 and application_name = 'crossbench-pgmq') t"
-            ))
-            .output()
-            .expect("psql runs");
-        killed += String::from_utf8_lossy(&o.stdout)
-            .trim()
-            .parse::<u64>()
-            .unwrap_or(0);
+        killed += psql(&format!(
+            "select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity \
+             where datname = '{DSN_DB}' and pid <> pg_backend_pid() \
+             and application_name = 'crossbench-pgmq') t"
+        ))
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
     }
     let deadline = Instant::now() + Duration::from_secs(180);
     let status = loop {

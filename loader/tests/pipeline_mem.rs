@@ -63,6 +63,15 @@ fn smoke_passes_and_leaves_a_complete_record() {
     for s in r["streams"].as_array().unwrap() {
         assert!(u(&s["processed"]) > 0, "{s}");
     }
+    let (offered, published) = (
+        r["throughput"]["offered_per_sec"].as_f64().unwrap(),
+        r["throughput"]["published_per_sec"].as_f64().unwrap(),
+    );
+    assert!(
+        offered > 0.0 && (published - offered).abs() < 1e-9,
+        "{}",
+        r["throughput"]
+    );
     let served = r["throughput"]["served_fraction"].as_f64().unwrap();
     assert!(served > 0.9, "served {served}");
     let dir = tmp.path().join("cell");
