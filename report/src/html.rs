@@ -24,7 +24,7 @@ td:first-child,th:first-child{text-align:left}
 .section{font-weight:bold;margin:.8em 0 .2em}
 .PASS{color:#1b7f3b;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}.VOID{color:#8a6d00;font-weight:bold}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
-img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{font-size:.9em;color:#555}";
+.wide{overflow-x:auto}img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{font-size:.9em;color:#555}";
 
 /// Marks images that did not decode and counts script errors, so a headless
 /// browser's DOM dump tells whether the page rendered whole.

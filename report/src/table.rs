@@ -117,7 +117,7 @@ impl Table {
             if let Some(h) = &sec.heading {
                 let _ = writeln!(s, "<p class=\"section\">{}</p>", esc(h));
             }
-            s.push_str("<table>\n<thead><tr>");
+            s.push_str("<div class=\"wide\"><table>\n<thead><tr>");
             for c in &self.columns {
                 let _ = write!(s, "<th>{}</th>", esc(c));
             }
@@ -129,7 +129,7 @@ impl Table {
                 }
                 s.push_str("</tr>\n");
             }
-            s.push_str("</tbody>\n</table>\n");
+            s.push_str("</tbody>\n</table></div>\n");
         }
         s
     }
