@@ -95,7 +95,16 @@ pub fn doc(published_dir: &Path, pairs: &[String], out: &Path) -> Result<String,
         }
         map.insert(id.to_string(), CellRecord::load(Path::new(dir))?);
     }
-    let text = reproducing::render(&all, &map);
+    let mut command = format!(
+        "crossbench compare --published-dir {} --doc {}",
+        published_dir.display(),
+        out.display()
+    );
+    for pair in pairs {
+        command.push_str(" \\\n  --pair ");
+        command.push_str(pair);
+    }
+    let text = reproducing::render(&all, &map, &command);
     std::fs::write(out, &text).map_err(|e| ReportError::io(out, e))?;
     Ok(format!(
         "wrote {} ({} published cells, {} paired with a measured cell)\n",

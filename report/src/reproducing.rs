@@ -9,7 +9,12 @@ use crate::compare::{compare, shape_line};
 use crate::published::PublishedCell;
 
 /// Render the page. `pairs` maps a published id to the measured cell reproducing it.
-pub fn render(published: &[PublishedCell], pairs: &BTreeMap<String, CellRecord>) -> String {
+/// `command` is the command line that generated the page, printed in it.
+pub fn render(
+    published: &[PublishedCell],
+    pairs: &BTreeMap<String, CellRecord>,
+    command: &str,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Reproducing the published cells\n");
     let _ = writeln!(
