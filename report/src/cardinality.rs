@@ -40,11 +40,28 @@ impl SystemModel {
     pub fn describe(&self) -> String {
         match &self.fit {
             Ok(f) => format!(
-                "{} [{}]: mCPU ≈ {:.4}·(msg/s) + {:.4}·(lanes) + {:.1}; R² = {:.3}, RMSE = {:.1} mCPU over {} cells",
-                self.system, self.tier, f.coefficients[0], f.coefficients[1], f.intercept, f.r_squared, f.rmse, f.n
+                "{} [{}]: mCPU ≈ {:.4}·(msg/s) {} {:.4}·(lanes) {} {:.1}; R² = {:.3}, RMSE = {:.1} mCPU over {} cells",
+                self.system,
+                self.tier,
+                f.coefficients[0],
+                sign(f.coefficients[1]),
+                f.coefficients[1].abs(),
+                sign(f.intercept),
+                f.intercept.abs(),
+                f.r_squared,
+                f.rmse,
+                f.n
             ),
             Err(e) => format!("{} [{}]: no model: {e}", self.system, self.tier),
         }
+    }
+}
+
+fn sign(v: f64) -> char {
+    if v < 0.0 {
+        '−'
+    } else {
+        '+'
     }
 }
 

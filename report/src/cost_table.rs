@@ -32,6 +32,9 @@ pub const COLUMNS: &[&str] = &[
 pub fn build(cells: &[CellRecord]) -> Table {
     let mut t = Table::new("Cost to serve", COLUMNS);
     t.notes.push(
+        "built in app: the semantics the application had to build (full wording in each cell's result.json, provisioned.semantics_built_in_app).".into(),
+    );
+    t.notes.push(
         "cores and peak RSS are the system under test's over the rated window (for the in-process control broker `mem`, the crossbench process); e2e is the worse of flows A and B.".into(),
     );
     let refs: Vec<&CellRecord> = cells.iter().collect();
@@ -66,7 +69,12 @@ fn row(c: &CellRecord) -> Vec<String> {
         if built.is_empty() {
             "none".into()
         } else {
-            built.join("; ")
+            // The name of each semantic, without its explanation after `:`.
+            built
+                .iter()
+                .map(|b| b.split(':').next().unwrap_or(b).trim())
+                .collect::<Vec<_>>()
+                .join("; ")
         },
     ]
 }

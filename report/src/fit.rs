@@ -56,8 +56,8 @@ pub fn least_squares(x: &[Vec<f64>], y: &[f64], names: &[&str]) -> Result<Fit, F
     // Normal equations A·β = b with A = DᵀD, b = Dᵀy.
     let mut a = vec![vec![0.0; p + 1]; p];
     for (r, row) in a.iter_mut().enumerate() {
-        for c in 0..p {
-            row[c] = (0..n).map(|i| design(i, r) * design(i, c)).sum();
+        for (c, cell) in row.iter_mut().enumerate().take(p) {
+            *cell = (0..n).map(|i| design(i, r) * design(i, c)).sum();
         }
         row[p] = (0..n).map(|i| design(i, r) * y[i]).sum();
     }
@@ -72,11 +72,12 @@ pub fn least_squares(x: &[Vec<f64>], y: &[f64], names: &[&str]) -> Result<Fit, F
             });
         }
         a.swap(col, piv);
-        for r in 0..p {
+        let pivot_row = a[col].clone();
+        for (r, row) in a.iter_mut().enumerate() {
             if r != col {
-                let f = a[r][col] / a[col][col];
-                for c in col..=p {
-                    a[r][c] -= f * a[col][c];
+                let f = row[col] / pivot_row[col];
+                for (cell, pv) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    *cell -= f * pv;
                 }
             }
         }

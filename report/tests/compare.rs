@@ -58,3 +58,32 @@ fn compare_gives_ratios_and_names_every_scaled_quantity() {
     let err = published::find(&dir, "NO-SUCH-CELL").unwrap_err();
     assert!(err.to_string().contains("crossbench compare --list"));
 }
+
+#[test]
+fn reproducing_page_lists_every_published_cell_and_marks_the_unrun() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = write(
+        tmp.path(),
+        &Spec {
+            name: "pgmq-sparse",
+            ..Spec::default()
+        },
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
+    let all = published::load_dir(&dir).unwrap();
+    let mut pairs = std::collections::BTreeMap::new();
+    pairs.insert("MX-pgmq-sparse".to_string(), CellRecord::load(&d).unwrap());
+    let page = report::reproducing::render(&all, &pairs, "crossbench compare --doc x");
+    for p in &all {
+        assert!(page.contains(&format!("### `{}`", p.id)), "{} listed", p.id);
+    }
+    assert_eq!(
+        page.matches("- result: not run here yet").count(),
+        all.len() - 1
+    );
+    assert!(page.contains("#### MX-pgmq-sparse (published) vs pgmq-sparse (measured)"));
+    assert!(page.contains(
+        "- reproduce here: `crossbench run scenarios/pgmq-sparse.yaml --set drain.max=60s`"
+    ));
+    assert!(page.contains("not run here yet: the Kafka adapter is being added"));
+}
