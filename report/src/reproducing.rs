@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::cell::CellRecord;
 use crate::compare::{compare, shape_line};
+use crate::format::{ms, pct};
 use crate::published::PublishedCell;
 
 /// Render the page. `pairs` maps a published id to the measured cell reproducing it.
@@ -40,8 +41,37 @@ and each cell says how), and, where a run was made, what came out beside what wa
         published.len(),
         run
     );
+    if run > 0 {
+        let _ = writeln!(s, "## Summary of the cells run here\n");
+        let _ = writeln!(
+            s,
+            "| published id | measured cell | p50 published / measured ms | p99 published / measured ms | verdict published / measured | served here (rated events) |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        for p in ordered(published)
+            .iter()
+            .filter(|p| pairs.contains_key(&p.id))
+        {
+            let c = &pairs[&p.id];
+            let a = &c.result.latency_ms.e2e_a;
+            let _ = writeln!(
+                s,
+                "| `{}` | `{}` | {} / {} | {} / {} | {} / {} | {} |",
+                p.id,
+                c.name(),
+                ms(p.figures.p50_ms),
+                ms(Some(a.p50_ms)),
+                ms(p.figures.p99_ms),
+                ms(Some(a.p99_ms)),
+                p.figures.verdict,
+                c.result.outcome,
+                pct(Some(c.result.throughput.served_fraction)),
+            );
+        }
+        let _ = writeln!(s, "\nLatencies are flow A's, as the published tables. Every row is a scaled reproduction: see each cell below for what was scaled.\n");
+    }
     let mut group = String::new();
-    for p in published {
+    for p in ordered(published) {
         if p.group != group {
             group = p.group.clone();
             let _ = writeln!(s, "## {group}\n");
@@ -75,12 +105,17 @@ and each cell says how), and, where a run was made, what came out beside what wa
         }
         match pairs.get(&p.id) {
             Some(c) => {
+                let rec = c.dir.display().to_string();
+                let link = if c.dir.is_relative() {
+                    format!("[`{rec}`](../{rec})")
+                } else {
+                    format!("`{rec}`")
+                };
                 let _ = writeln!(
                     s,
-                    "- measured: `{}` ({}), record `{}`\n",
+                    "- measured: `{}` ({}), record {link}\n",
                     c.name(),
                     c.result.time.started_utc,
-                    c.dir.display()
                 );
                 let cmp = compare(p, c);
                 s.push_str(&cmp.to_markdown().replacen("### ", "#### ", 1));
@@ -92,4 +127,31 @@ and each cell says how), and, where a run was made, what came out beside what wa
         }
     }
     s
+}
+
+/// Groups in the order the reference presents them; ids sorted inside a group.
+pub const GROUP_ORDER: &[&str] = &[
+    "cross-broker-matrix",
+    "cardinality-p20000",
+    "kafka-partition-wall",
+    "pgmq-ordered-consume-ceiling",
+    "queen-repeatability",
+    "fair-matrix-8core",
+    "seed-001-headline",
+    "seed-002-headline",
+];
+
+fn ordered(published: &[PublishedCell]) -> Vec<&PublishedCell> {
+    let mut v: Vec<&PublishedCell> = published.iter().collect();
+    v.sort_by_key(|p| {
+        (
+            GROUP_ORDER
+                .iter()
+                .position(|g| *g == p.group)
+                .unwrap_or(GROUP_ORDER.len()),
+            p.group.clone(),
+            p.id.clone(),
+        )
+    });
+    v
 }
