@@ -179,7 +179,7 @@ fn report_of_real_cells_renders_in_headless_chromium() {
     for h in ["Cost to serve", "Ceiling", "Cardinality and the cost model"] {
         assert!(dom.contains(&format!("<h3>{h}</h3>")), "table {h} rendered");
     }
-    assert!(dom.matches("<table>").count() >= 3, "tables rendered");
+    assert!(dom.matches("<table class=").count() >= 3, "tables rendered");
     for c in &cells {
         let name = c.file_name().unwrap().to_string_lossy();
         assert!(
@@ -196,5 +196,39 @@ fn report_of_real_cells_renders_in_headless_chromium() {
         std::fs::create_dir_all(&keep).unwrap();
         std::fs::copy(&shot, keep.join("report-screenshot.png")).unwrap();
         std::fs::copy(&page, keep.join("index.html")).unwrap();
+    }
+}
+
+/// Bad input to the report subcommands exits 2 and names the path or field and the fix.
+#[test]
+fn report_subcommands_refuse_bad_input_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-cell");
+    for args in [
+        vec!["table".to_string(), missing.display().to_string()],
+        vec!["report".to_string(), missing.display().to_string()],
+        vec![
+            "compare".to_string(),
+            missing.display().to_string(),
+            "--published".into(),
+            "NO-SUCH-ID".into(),
+        ],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+            .args(&args)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("no-such-cell") || err.contains("NO-SUCH-ID"),
+            "{args:?}: the message names the input: {err}"
+        );
+        assert!(
+            err.contains("give the directory `crossbench run` wrote")
+                || err.contains("crossbench compare --list"),
+            "{args:?}: the message says what to do: {err}"
+        );
     }
 }

@@ -107,6 +107,17 @@ impl Table {
         s
     }
 
+    /// `t-` and the title in lower case with dashes (`t-cost-to-serve`).
+    pub fn css_class(&self) -> String {
+        let slug: String = self
+            .title
+            .to_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        format!("t-{slug}")
+    }
+
     pub fn to_html(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "<h3>{}</h3>", esc(&self.title));
@@ -117,7 +128,11 @@ impl Table {
             if let Some(h) = &sec.heading {
                 let _ = writeln!(s, "<p class=\"section\">{}</p>", esc(h));
             }
-            s.push_str("<div class=\"wide\"><table>\n<thead><tr>");
+            let _ = write!(
+                s,
+                "<div class=\"wide\"><table class=\"{}\">\n<thead><tr>",
+                self.css_class()
+            );
             for c in &self.columns {
                 let _ = write!(s, "<th>{}</th>", esc(c));
             }

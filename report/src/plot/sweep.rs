@@ -1,5 +1,7 @@
-//! Latency against offered rate across a sweep: one line per system/variant and
-//! tier (p50 and p99 of the worse flow), one point per cell; VOID cells left out.
+//! Latency against offered rate across a sweep: one line per sweep (system/variant,
+//! tier, P and ordered lanes — the ceiling table's grouping) with p50 and p99 of the
+//! worse flow, one point per cell. Sweeps of a single rate are left out when any
+//! sweep has two or more; VOID cells are always left out.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,8 +30,12 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
             p99,
         ));
     }
+    let multi = lines.values().any(|v| v.len() > 1);
     let mut series = Vec::new();
     for (k, mut pts) in lines {
+        if multi && pts.len() < 2 {
+            continue;
+        }
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         series.push(Series {
             label: format!("{k} p50"),
