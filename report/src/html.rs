@@ -18,9 +18,9 @@ use crate::{cardinality, ceiling, cost_table};
 const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}th{background:#f2f2f2}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}th{background:#f2f2f2}
 td:first-child,th:first-child{text-align:left}
-.t-cost-to-serve td:last-child{min-width:24em;text-align:left}
+.t-cost-to-serve td:last-child{white-space:normal;min-width:32em;text-align:left}
 .note{background:#fff8e1;border-left:4px solid #f0ad4e;padding:.3em .6em;margin:.3em 0;font-size:.9em}
 .section{font-weight:bold;margin:.8em 0 .2em}
 .PASS{color:#1b7f3b;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}.VOID{color:#8a6d00;font-weight:bold}

@@ -19,10 +19,11 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
             continue;
         };
         let key = format!(
-            "{} [{}] P={}",
+            "{} [{}] P={} lanes={}",
             c.system_label(),
             tier(c),
-            c.result.workload.properties
+            c.result.workload.properties,
+            c.ordered_lanes()
         );
         lines.entry(key).or_default().push((
             c.result.workload.rate_events_per_sec as f64,
