@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 use loader::run::{default_out, run_cell, RunOptions};
 use loader::scenario;
 
+mod report_cli;
+
 // The loader allocates on every batch; glibc's allocator showed up at ~15 % of a
 // control-dense profile. mimalloc halves that (docs/performance.md).
 #[global_allocator]
@@ -67,6 +69,14 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Cost-to-serve, ceiling and cardinality tables from cell records (docs/report.md).
+    Table(report_cli::TableArgs),
+    /// A measured cell beside the published cell it reproduces (results/published/).
+    Compare(report_cli::CompareArgs),
+    /// Latency CDF, latency vs rate and per-cell time series, PNG and SVG.
+    Plot(report_cli::PlotArgs),
+    /// One self-contained HTML page with tables, plots, verdicts and links to the raw files.
+    Report(report_cli::ReportArgs),
 }
 
 /// Bad input: exit 2.
@@ -91,6 +101,8 @@ fn main() -> ExitCode {
                 || e.downcast_ref::<scenario::ScenarioError>().is_some()
                 || e.downcast_ref::<loader::systems::SystemError>().is_some()
                 || e.downcast_ref::<checker::CheckError>().is_some()
+                || e.downcast_ref::<report::ReportError>()
+                    .is_some_and(report::ReportError::is_bad_input)
             {
                 ExitCode::from(2)
             } else {
@@ -199,6 +211,10 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(if verdict.pass { 0 } else { 3 })
         }
+        Command::Table(a) => report_cli::table(a),
+        Command::Compare(a) => report_cli::compare(a),
+        Command::Plot(a) => report_cli::plot(a),
+        Command::Report(a) => report_cli::report(a),
     }
 }
 

@@ -1,0 +1,234 @@
+//! The HTML report of real cells rendered in headless Chromium: the smoke cell on
+//! the control broker `mem`, a short pgmq cell (PostgreSQL + pgmq on 127.0.0.1:5432)
+//! and a short RabbitMQ cell (127.0.0.1:5672). Chromium takes a screenshot and dumps
+//! the DOM after the page's load handler has marked every image that did not
+//! decode and counted script errors; the test asserts the tables and images are
+//! there, none broken, no script error.
+//!
+//! Needs /usr/bin/chromium (scripts/provision/chromium.sh). A missing browser or
+//! server skips that part with a message, or fails when `CI` is set.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn available(what: &str, addr: &str, provision: &str) -> bool {
+    let up = TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2)).is_ok();
+    if !up {
+        if std::env::var_os("CI").is_some() {
+            panic!("{what} not reachable at {addr} and CI is set (run {provision})");
+        }
+        eprintln!("SKIP part: {what} not reachable at {addr} (run {provision}); the report is built without it");
+    }
+    up
+}
+
+/// Run a short cell; returns its directory. Any outcome is fine for the report
+/// (a VOID or FAIL cell must render too); the record must exist.
+fn run_cell(out: &Path, name: &str, scenario: &str, sets: &[&str]) -> PathBuf {
+    let dir = out.join(name);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crossbench"));
+    c.arg("run").arg(Path::new(SCENARIOS).join(scenario));
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let status = c
+        .args(["--set", &format!("name={name}")])
+        .arg("--out")
+        .arg(&dir)
+        .arg("-q")
+        .stdout(Stdio::null())
+        .status()
+        .expect("crossbench runs");
+    assert!(
+        matches!(status.code(), Some(0 | 3 | 4)),
+        "{name}: exit {status:?} (0 PASS, 3 FAIL, 4 VOID expected)"
+    );
+    assert!(dir.join("result.json").is_file(), "{name}: no result.json");
+    dir
+}
+
+fn chromium(args: &[&str], page: &Path, profile: &Path) -> std::process::Output {
+    Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium starts")
+}
+
+fn attr(body: &str, name: &str) -> Option<u64> {
+    let key = format!("{name}=\"");
+    let i = body.find(&key)? + key.len();
+    body[i..].split('"').next()?.parse().ok()
+}
+
+#[test]
+fn report_of_real_cells_renders_in_headless_chromium() {
+    if !Path::new(CHROMIUM).is_file() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{CHROMIUM} missing and CI is set (run scripts/provision/chromium.sh)");
+        }
+        eprintln!("SKIP: {CHROMIUM} missing (run scripts/provision/chromium.sh)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let short = ["duration=4s", "warmup=1s", "drain.max=30s"];
+    let mut cells = vec![run_cell(
+        &runs,
+        "smoke",
+        "smoke.yaml",
+        &["duration=4s", "warmup=1s"],
+    )];
+    if available("PostgreSQL", "127.0.0.1:5432", "scripts/provision/pgmq.sh") {
+        cells.push(run_cell(&runs, "pgmq-short", "pgmq-smoke.yaml", &short));
+    }
+    if available(
+        "RabbitMQ",
+        "127.0.0.1:5672",
+        "scripts/provision/rabbitmq.sh",
+    ) {
+        let mut sets = short.to_vec();
+        sets.extend(["rate=100", "properties=20"]);
+        cells.push(run_cell(&runs, "rabbit-short", "rabbit-smoke.yaml", &sets));
+    }
+    let out = tmp.path().join("report");
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .arg("report")
+        .args(&cells)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "crossbench report: {status:?}");
+    let page = out.join("index.html").canonicalize().unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The CDF, the sweep when the rates differ, and one time series per cell.
+    let images = html.matches("<img ").count();
+    assert!(
+        images > cells.len(),
+        "{images} images for {} cells",
+        cells.len()
+    );
+
+    let profile = tmp.path().join("chromium-profile");
+    let shot = tmp.path().join("report.png");
+    let o = chromium(
+        &[
+            "--window-size=1280,4000",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &page,
+        &profile,
+    );
+    assert!(
+        o.status.success(),
+        "screenshot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert_eq!(&png[1..4], b"PNG");
+    assert!(
+        png.len() > 50_000,
+        "screenshot of {} bytes: a blank page?",
+        png.len()
+    );
+
+    let o = chromium(&["--dump-dom"], &page, &profile);
+    assert!(
+        o.status.success(),
+        "dump-dom: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .expect("a <body> in the rendered DOM");
+    assert_eq!(
+        attr(body, "data-script-errors"),
+        Some(0),
+        "script errors: {body}"
+    );
+    assert_eq!(
+        attr(body, "data-images-broken"),
+        Some(0),
+        "broken images: {body}"
+    );
+    assert_eq!(
+        attr(body, "data-images-ok"),
+        Some(images as u64),
+        "decoded images: {body}"
+    );
+    assert!(!dom.contains("data-broken=\"1\""));
+    for h in ["Cost to serve", "Ceiling", "Cardinality and the cost model"] {
+        assert!(dom.contains(&format!("<h3>{h}</h3>")), "table {h} rendered");
+    }
+    assert!(dom.matches("<table class=").count() >= 3, "tables rendered");
+    for c in &cells {
+        let name = c.file_name().unwrap().to_string_lossy();
+        assert!(
+            dom.contains(&format!("<h3 id=\"{name}\">{name}</h3>")),
+            "cell {name} has its section"
+        );
+        assert!(
+            dom.contains(&format!("../runs/{name}/result.json")),
+            "cell {name} links its raw files"
+        );
+    }
+    if let Ok(keep) = std::env::var("CROSSBENCH_KEEP_REPORT") {
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&shot, keep.join("report-screenshot.png")).unwrap();
+        std::fs::copy(&page, keep.join("index.html")).unwrap();
+    }
+}
+
+/// Bad input to the report subcommands exits 2 and names the path or field and the fix.
+#[test]
+fn report_subcommands_refuse_bad_input_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-cell");
+    for args in [
+        vec!["table".to_string(), missing.display().to_string()],
+        vec!["report".to_string(), missing.display().to_string()],
+        vec![
+            "compare".to_string(),
+            missing.display().to_string(),
+            "--published".into(),
+            "NO-SUCH-ID".into(),
+        ],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+            .args(&args)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("no-such-cell") || err.contains("NO-SUCH-ID"),
+            "{args:?}: the message names the input: {err}"
+        );
+        assert!(
+            err.contains("give the directory `crossbench run` wrote")
+                || err.contains("crossbench compare --list"),
+            "{args:?}: the message says what to do: {err}"
+        );
+    }
+}

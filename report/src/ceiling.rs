@@ -1,0 +1,147 @@
+//! The ceiling table (the reference SPEC §6.2): per sweep (same system, variant,
+//! tier, properties and lanes), the highest rate that held, the resource that
+//! bound the next step up, and the first symptom there.
+//!
+//! A cell **held** when it PASSed (not FAIL, not VOID), served at least 97 % of the
+//! demanded deliveries, shed nothing and kept the worse flow's e2e p99 under 5 s.
+
+use std::collections::BTreeMap;
+
+use crate::cell::CellRecord;
+use crate::comparability;
+use crate::format::{count, ms, pct};
+use crate::table::{Section, Table};
+
+pub const SERVED_MIN: f64 = 0.97;
+pub const P99_MAX_MS: f64 = 5_000.0;
+/// Mean system cores at or above this share of the host's cores: CPU bound.
+pub const CPU_BOUND_FRACTION: f64 = 0.85;
+
+pub const COLUMNS: &[&str] = &[
+    "sweep",
+    "tier",
+    "rates tried",
+    "highest R held",
+    "p99 there ms",
+    "next R",
+    "bound by",
+    "first symptom",
+];
+
+/// Why a cell did not hold, or `None` when it held.
+pub fn symptom(c: &CellRecord) -> Option<String> {
+    let r = &c.result;
+    if c.is_void() {
+        return Some(format!("VOID: {}", r.void.reasons.join("; ")));
+    }
+    if r.outcome != "PASS" {
+        let t = &r.verdict.totals;
+        return Some(format!(
+            "FAIL: {} gaps, {} order violations, {} dups",
+            t.gaps, t.order_violations, t.duplicates
+        ));
+    }
+    if c.shed() > 0 {
+        return Some(format!("shed {} events at publish", c.shed()));
+    }
+    if r.throughput.served_fraction < SERVED_MIN {
+        return Some(format!(
+            "served {} of demanded deliveries",
+            pct(Some(r.throughput.served_fraction))
+        ));
+    }
+    match c.e2e(99) {
+        Some(p99) if p99 > P99_MAX_MS => Some(format!("e2e p99 {} ms > 5 s", ms(Some(p99)))),
+        _ => None,
+    }
+}
+
+/// The resource that bound a cell that did not hold.
+pub fn bound_by(c: &CellRecord) -> String {
+    if c.is_void() {
+        return "the loader (VOID)".into();
+    }
+    if c.result.outcome != "PASS" {
+        return "correctness".into();
+    }
+    let host = c.result.host.cores as f64;
+    match c.system_cores() {
+        Some(cores) if host > 0.0 && cores >= CPU_BOUND_FRACTION * host => {
+            format!("CPU ({cores:.2} of {host:.0} cores)")
+        }
+        Some(cores) => format!("not CPU ({cores:.2} of {host:.0} cores): lanes or I/O"),
+        None => "unknown (no samples)".into(),
+    }
+}
+
+pub fn build(cells: &[CellRecord]) -> Table {
+    let mut t = Table::new("Ceiling", COLUMNS);
+    t.notes.push(format!(
+        "held = PASS, served ≥ {:.0} %, nothing shed, e2e p99 ≤ 5 s. A sweep is the cells of one system/variant, tier, P and lanes.",
+        SERVED_MIN * 100.0
+    ));
+    let mut sweeps: BTreeMap<(String, String, u64, u64), Vec<&CellRecord>> = BTreeMap::new();
+    for c in cells {
+        let key = (
+            c.system_label(),
+            comparability::tier(c),
+            c.result.workload.properties,
+            c.ordered_lanes(),
+        );
+        sweeps.entry(key).or_default().push(c);
+    }
+    let mut by_tier: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    for ((sys, tier, p, lanes), mut group) in sweeps {
+        group.sort_by_key(|c| c.result.workload.rate_events_per_sec);
+        let rates: Vec<String> = group
+            .iter()
+            .map(|c| {
+                let mark = if symptom(c).is_none() { "" } else { "✗" };
+                format!("{}{mark}", c.result.workload.rate_events_per_sec)
+            })
+            .collect();
+        let held: Vec<&&CellRecord> = group.iter().filter(|c| symptom(c).is_none()).collect();
+        let best = held.last();
+        let best_rate = best.map(|c| c.result.workload.rate_events_per_sec);
+        let next = group.iter().find(|c| {
+            symptom(c).is_some()
+                && best_rate.is_none_or(|b| c.result.workload.rate_events_per_sec > b)
+        });
+        let row = vec![
+            format!("{sys} P={p} lanes={lanes}"),
+            tier.clone(),
+            rates.join(" "),
+            best_rate.map_or_else(|| "none held".into(), |r| count(Some(r))),
+            ms(best.and_then(|c| c.e2e(99))),
+            next.map_or_else(
+                || "not reached".into(),
+                |c| count(Some(c.result.workload.rate_events_per_sec)),
+            ),
+            next.map_or_else(|| "—".into(), |c| bound_by(c)),
+            next.and_then(|c| symptom(c))
+                .unwrap_or_else(|| "none: raise the rate to find the ceiling".into()),
+        ];
+        by_tier.entry(tier).or_default().push(row);
+    }
+    if by_tier.len() > 1 {
+        t.notes.push(format!(
+            "NOT COMPARABLE ACROSS SECTIONS: sweeps at {} durability tiers ({}) are in separate sections.",
+            by_tier.len(),
+            by_tier.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let n_void = cells.iter().filter(|c| c.is_void()).count();
+    if n_void > 0 {
+        t.notes.push(format!(
+            "VOID: {n_void} cell(s) count as not held with the loader as the bound (✗); a ceiling at a VOID step is the loader's, not the system's."
+        ));
+    }
+    let split = by_tier.len() > 1;
+    for (tier, rows) in by_tier {
+        t.sections.push(Section {
+            heading: split.then(|| format!("durability tier: {tier}")),
+            rows,
+        });
+    }
+    t
+}

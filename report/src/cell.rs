@@ -1,0 +1,395 @@
+//! One cell record as the report reads it: the figures of `result.json`
+//! (schema_version 1, docs/record.md), the command line from `invocation.txt`, and
+//! where the raw files are.
+//!
+//! Reading is lenient about fields added later (additive changes keep
+//! schema_version 1) and strict about the version itself.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::ReportError;
+
+/// The `result.json` schema version this reader understands.
+pub const RESULT_SCHEMA_VERSION: u64 = 1;
+
+/// Raw files a cell may hold, in the order the report links them.
+pub const RAW_FILES: &[&str] = &[
+    "result.json",
+    "invocation.txt",
+    "report.csv",
+    "samples.csv",
+    "e2e.hlog",
+    "entry-age.hlog",
+    "schedule-lag.hlog",
+    "produced.meta",
+];
+
+#[derive(Debug, Clone)]
+pub struct CellRecord {
+    /// The directory it was read from.
+    pub dir: PathBuf,
+    pub result: CellResult,
+    /// `command:` line of invocation.txt (already redacted by the harness).
+    pub command: Option<String>,
+}
+
+/// The subset of `result.json` the report uses.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct CellResult {
+    pub schema_version: u64,
+    pub cell: String,
+    pub outcome: String,
+    pub system: String,
+    pub variant: String,
+    pub durability: String,
+    pub delivery: String,
+    pub time: Times,
+    pub host: Host,
+    pub workload: Workload,
+    pub provisioned: Provisioned,
+    pub flows: std::collections::BTreeMap<String, Flow>,
+    pub throughput: Throughput,
+    pub latency_ms: Latency,
+    pub loader: Loader,
+    pub drain: Drain,
+    pub void: Void,
+    pub verdict: Verdict,
+    pub cost: Option<Cost>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Times {
+    pub started_utc: String,
+    pub rated_start_unix_ms: i64,
+    pub rated_end_unix_ms: i64,
+    pub rated_sec: f64,
+    pub warmup_sec: f64,
+    pub drain_sec: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Host {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: u64,
+    pub memory_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Workload {
+    pub rate_events_per_sec: u64,
+    pub properties: u64,
+    pub lanes: u64,
+    pub batch: u64,
+    pub payload_b: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Provisioned {
+    pub ordered_lanes: u64,
+    pub physical_queues: u64,
+    pub consumer_members: u64,
+    pub connections: u64,
+    pub publishes_per_ingress_event: f64,
+    pub semantics_built_in_app: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Flow {
+    pub offered: u64,
+    pub published: u64,
+    pub shed: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Throughput {
+    pub offered_per_sec: f64,
+    pub deliveries_per_sec: f64,
+    pub served_fraction: f64,
+    pub reference_deliveries_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    pub e2e_a: Summary,
+    pub e2e_b: Summary,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Loader {
+    pub cpu_cores_mean: f64,
+    pub cores_available: f64,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Drain {
+    pub outcome: String,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Void {
+    pub void: bool,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Verdict {
+    pub pass: bool,
+    pub reasons: Vec<String>,
+    pub totals: VerdictTotals,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct VerdictTotals {
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub order_violations: u64,
+    pub in_flight: u64,
+}
+
+/// The cost summary (sampler/FORMAT.md); `None` fields had no data.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Cost {
+    pub system_targets: Vec<String>,
+    pub system_cores_mean: Option<f64>,
+    pub system_memory_peak_bytes: Option<f64>,
+    pub system_disk_write_bytes_per_s_mean: Option<f64>,
+    pub disk_write_bytes_per_ingress_event: Option<f64>,
+    pub physical_publishes_per_ingress_event: Option<f64>,
+    pub ingress_events_per_s: Option<f64>,
+    pub loader_cores_mean: Option<f64>,
+}
+
+impl CellRecord {
+    /// Read the cell in `dir`.
+    pub fn load(dir: &Path) -> Result<CellRecord, ReportError> {
+        let path = dir.join("result.json");
+        if !path.is_file() {
+            return Err(ReportError::NotACell {
+                path: dir.to_path_buf(),
+            });
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| ReportError::io(&path, e))?;
+        let result = parse_result(&path, &text)?;
+        let command = std::fs::read_to_string(dir.join("invocation.txt"))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("command: ").map(str::to_string))
+            });
+        Ok(CellRecord {
+            dir: dir.to_path_buf(),
+            result,
+            command,
+        })
+    }
+
+    /// The cell's name, or its directory's name when the record has none.
+    pub fn name(&self) -> String {
+        if self.result.cell.is_empty() {
+            self.dir.file_name().map_or_else(
+                || self.dir.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        } else {
+            self.result.cell.clone()
+        }
+    }
+
+    pub fn is_void(&self) -> bool {
+        self.result.void.void || self.result.outcome == "VOID"
+    }
+
+    /// `system/variant` (just the system when there is no variant).
+    pub fn system_label(&self) -> String {
+        if self.result.variant.is_empty() {
+            self.result.system.clone()
+        } else {
+            format!("{}/{}", self.result.system, self.result.variant)
+        }
+    }
+
+    /// Mean cores of the system under test over the rated window. For the
+    /// in-process control broker the system is the crossbench process itself.
+    pub fn system_cores(&self) -> Option<f64> {
+        let cost = self.result.cost.as_ref();
+        match cost.and_then(|c| c.system_cores_mean) {
+            Some(c) => Some(c),
+            None if self.result.system == "mem" => cost
+                .and_then(|c| c.loader_cores_mean)
+                .or(Some(self.result.loader.cpu_cores_mean)),
+            None => None,
+        }
+    }
+
+    /// Peak resident memory of the system under test in bytes (the crossbench
+    /// process for `mem`).
+    pub fn system_peak_rss(&self) -> Option<f64> {
+        match self
+            .result
+            .cost
+            .as_ref()
+            .and_then(|c| c.system_memory_peak_bytes)
+        {
+            Some(b) => Some(b),
+            None if self.result.system == "mem" => Some(self.result.loader.peak_rss_bytes as f64),
+            None => None,
+        }
+    }
+
+    pub fn disk_bytes_per_event(&self) -> Option<f64> {
+        self.result
+            .cost
+            .as_ref()
+            .and_then(|c| c.disk_write_bytes_per_ingress_event)
+    }
+
+    pub fn publishes_per_event(&self) -> Option<f64> {
+        self.result
+            .cost
+            .as_ref()
+            .and_then(|c| c.physical_publishes_per_ingress_event)
+            .or(Some(self.result.provisioned.publishes_per_ingress_event))
+    }
+
+    /// Events shed or failed at publish over both flows.
+    pub fn shed(&self) -> u64 {
+        self.result.flows.values().map(|f| f.shed + f.failed).sum()
+    }
+
+    /// The worse of the two flows' end-to-end percentile (`q` = 50, 95, 99).
+    pub fn e2e(&self, q: u32) -> Option<f64> {
+        let l = &self.result.latency_ms;
+        if l.e2e_a.count + l.e2e_b.count == 0 {
+            return None;
+        }
+        let pick = |s: &Summary| match q {
+            50 => s.p50_ms,
+            90 => s.p90_ms,
+            95 => s.p95_ms,
+            99 => s.p99_ms,
+            _ => s.p999_ms,
+        };
+        Some(pick(&l.e2e_a).max(pick(&l.e2e_b)))
+    }
+
+    /// Ordered lanes provisioned (falls back to the workload's lanes).
+    pub fn ordered_lanes(&self) -> u64 {
+        match self.result.provisioned.ordered_lanes {
+            0 => self.result.workload.lanes,
+            n => n,
+        }
+    }
+
+    /// Raw files present in the directory, in [`RAW_FILES`] order.
+    pub fn raw_files(&self) -> Vec<&'static str> {
+        RAW_FILES
+            .iter()
+            .copied()
+            .filter(|f| self.dir.join(f).is_file())
+            .collect()
+    }
+}
+
+fn parse_result(path: &Path, text: &str) -> Result<CellResult, ReportError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ReportError::BadRecord {
+            path: path.to_path_buf(),
+            message: format!("not JSON ({e}); the run may have been interrupted: re-run the cell"),
+        })?;
+    let version = value.get("schema_version").and_then(|v| v.as_u64());
+    if version != Some(RESULT_SCHEMA_VERSION) {
+        return Err(ReportError::BadRecord {
+            path: path.to_path_buf(),
+            message: format!(
+                "schema_version {} is not {RESULT_SCHEMA_VERSION}; use the crossbench that wrote it",
+                version.map_or_else(|| "missing".to_string(), |v| v.to_string())
+            ),
+        });
+    }
+    serde_json::from_value(value).map_err(|e| ReportError::BadRecord {
+        path: path.to_path_buf(),
+        message: format!("unexpected shape: {e}"),
+    })
+}
+
+/// Expand cell arguments: directories as given, or glob patterns (`runs/pgmq-*`).
+/// A directory that holds no result.json but whose children do is expanded to
+/// those children, so `crossbench table runs/` works. Order: as given, then sorted.
+pub fn expand(args: &[String]) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Vec::new();
+    for a in args {
+        let before = out.len();
+        if a.contains(['*', '?', '[']) {
+            let paths = glob::glob(a).map_err(|e| ReportError::BadPattern {
+                pattern: a.clone(),
+                message: e.to_string(),
+            })?;
+            let mut found: Vec<PathBuf> = paths
+                .filter_map(Result::ok)
+                .filter(|p| p.join("result.json").is_file())
+                .collect();
+            found.sort();
+            out.extend(found);
+        } else {
+            let p = PathBuf::from(a);
+            if p.join("result.json").is_file() {
+                out.push(p);
+            } else if p.is_dir() {
+                let mut kids: Vec<PathBuf> = std::fs::read_dir(&p)
+                    .map_err(|e| ReportError::io(&p, e))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|k| k.join("result.json").is_file())
+                    .collect();
+                kids.sort();
+                if kids.is_empty() {
+                    return Err(ReportError::NotACell { path: p });
+                }
+                out.extend(kids);
+            } else {
+                return Err(ReportError::NotACell { path: p });
+            }
+        }
+        if out.len() == before {
+            return Err(ReportError::NoMatch { pattern: a.clone() });
+        }
+    }
+    Ok(out)
+}
+
+/// Load every cell the arguments name.
+pub fn load_all(args: &[String]) -> Result<Vec<CellRecord>, ReportError> {
+    expand(args)?.iter().map(|d| CellRecord::load(d)).collect()
+}

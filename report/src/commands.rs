@@ -1,0 +1,151 @@
+//! The `crossbench table | compare | plot | report` subcommands, as functions the
+//! binary calls with parsed arguments. Each returns what to print; files are
+//! written where the arguments say.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::cell::{self, CellRecord};
+use crate::error::ReportError;
+use crate::{cardinality, ceiling, compare, cost_table, html, plot, published, reproducing};
+
+/// Which table(s) `crossbench table` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableKind {
+    Cost,
+    Ceiling,
+    Cardinality,
+    All,
+}
+
+/// Output format of `crossbench table`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFormat {
+    Markdown,
+    Csv,
+}
+
+pub fn table(
+    cells: &[String],
+    kind: TableKind,
+    format: TableFormat,
+) -> Result<String, ReportError> {
+    let records = cell::load_all(cells)?;
+    let mut tables = Vec::new();
+    if matches!(kind, TableKind::Cost | TableKind::All) {
+        tables.push(cost_table::build(&records));
+    }
+    if matches!(kind, TableKind::Ceiling | TableKind::All) {
+        tables.push(ceiling::build(&records));
+    }
+    if matches!(kind, TableKind::Cardinality | TableKind::All) {
+        tables.push(cardinality::build(&records));
+    }
+    Ok(tables
+        .iter()
+        .map(|t| match format {
+            TableFormat::Markdown => t.to_markdown(),
+            TableFormat::Csv => t.to_csv(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
+/// `crossbench compare <cell> --published <id>`.
+pub fn compare_one(cell_dir: &Path, published_dir: &Path, id: &str) -> Result<String, ReportError> {
+    let p = published::find(published_dir, id)?;
+    let c = CellRecord::load(cell_dir)?;
+    Ok(compare::compare(&p, &c).to_markdown())
+}
+
+/// `crossbench compare --list`: id, group, system and shape of every published cell.
+pub fn list(published_dir: &Path) -> Result<String, ReportError> {
+    let cells = published::load_dir(published_dir)?;
+    let mut s = String::new();
+    for p in &cells {
+        s.push_str(&format!(
+            "{:<22} {:<30} {:<9} {}\n",
+            p.id,
+            p.group,
+            p.system,
+            compare::shape_line(p)
+        ));
+    }
+    Ok(s)
+}
+
+/// `crossbench compare --doc <file> --pair ID=DIR …`: write docs/reproducing.md.
+pub fn doc(published_dir: &Path, pairs: &[String], out: &Path) -> Result<String, ReportError> {
+    let all = published::load_dir(published_dir)?;
+    let mut map = BTreeMap::new();
+    for pair in pairs {
+        let Some((id, dir)) = pair.split_once('=') else {
+            return Err(ReportError::BadPattern {
+                pattern: pair.clone(),
+                message:
+                    "--pair takes ID=CELL_DIR, e.g. --pair MX-pgmq-sparse=results/runs/pgmq-sparse"
+                        .into(),
+            });
+        };
+        if !all.iter().any(|p| p.id == id) {
+            return Err(ReportError::UnknownPublished {
+                id: id.to_string(),
+                dir: published_dir.to_path_buf(),
+            });
+        }
+        map.insert(id.to_string(), CellRecord::load(Path::new(dir))?);
+    }
+    let mut command = format!(
+        "crossbench compare --published-dir {} --doc {}",
+        published_dir.display(),
+        out.display()
+    );
+    for pair in pairs {
+        command.push_str(" \\\n  --pair ");
+        command.push_str(pair);
+    }
+    let text = reproducing::render(&all, &map, &command);
+    std::fs::write(out, &text).map_err(|e| ReportError::io(out, e))?;
+    Ok(format!(
+        "wrote {} ({} published cells, {} paired with a measured cell)\n",
+        out.display(),
+        all.len(),
+        map.len()
+    ))
+}
+
+/// Which plots `crossbench plot` draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotKind {
+    Cdf,
+    Sweep,
+    Timeseries,
+    All,
+}
+
+pub fn plot(cells: &[String], kind: PlotKind, out: &Path) -> Result<String, ReportError> {
+    let records = cell::load_all(cells)?;
+    let refs: Vec<&CellRecord> = records.iter().collect();
+    let mut pics = Vec::new();
+    if matches!(kind, PlotKind::Cdf | PlotKind::All) {
+        pics.push(plot::cdf::plot(&refs, &out.join("latency-cdf"))?);
+    }
+    if matches!(kind, PlotKind::Sweep | PlotKind::All) {
+        pics.push(plot::sweep::plot(&refs, &out.join("latency-vs-rate"))?);
+    }
+    if matches!(kind, PlotKind::Timeseries | PlotKind::All) {
+        for c in &records {
+            let base = out.join(format!("{}-timeseries", plot::slug(&c.name())));
+            pics.push(plot::timeseries::plot(c, &base)?);
+        }
+    }
+    Ok(pics
+        .iter()
+        .map(|p| format!("{}: {} {}\n", p.title, p.png.display(), p.svg.display()))
+        .collect())
+}
+
+pub fn report(cells: &[String], out: &Path) -> Result<PathBuf, ReportError> {
+    let records = cell::load_all(cells)?;
+    Ok(html::write(&records, out)?.index)
+}

@@ -1,0 +1,270 @@
+//! A measured cell beside the published cell it claims to reproduce: figure by
+//! figure with ratios, and every difference in shape or hardware spelled out. A
+//! run on fewer cores than the published rig is a scaled reproduction: the notes
+//! say which quantities were scaled and by how much.
+
+use std::fmt::Write;
+
+use crate::cell::CellRecord;
+use crate::format::{count, ms, num, ratio};
+use crate::published::PublishedCell;
+use crate::table::{Section, Table};
+
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub published_id: String,
+    pub cell: String,
+    pub table: Table,
+    /// Differences in shape and hardware; scaling.
+    pub differences: Vec<String>,
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn fig_row(
+    name: &str,
+    p: Option<f64>,
+    m: Option<f64>,
+    fmt: fn(Option<f64>) -> String,
+) -> Vec<String> {
+    vec![name.to_string(), fmt(p), fmt(m), ratio(m, p)]
+}
+
+fn n0(v: Option<f64>) -> String {
+    num(v, 0)
+}
+fn n1(v: Option<f64>) -> String {
+    num(v, 1)
+}
+fn n2(v: Option<f64>) -> String {
+    num(v, 2)
+}
+
+pub fn compare(p: &PublishedCell, c: &CellRecord) -> Comparison {
+    let r = &c.result;
+    let f = &p.figures;
+    let six_r = 6.0 * r.workload.rate_events_per_sec as f64;
+    let ref_served =
+        (six_r > 0.0).then(|| r.throughput.reference_deliveries_per_sec / six_r * 100.0);
+    let mut t = Table::new(
+        format!("{} (published) vs {} (measured)", p.id, c.name()),
+        &["figure", "published", "measured", "measured ÷ published"],
+    );
+    t.notes.push("latency: flow A, as the reference's tables; deliveries/s and served %: all deliveries ÷ rated seconds, the reference's way (warm-up and drain included, hence above 100 % when the warm-up is long against the rated window).".into());
+    if r.system == "pgmq" {
+        t.notes.push("RAM here: RSS summed over PostgreSQL's processes, which counts shared buffers once per backend and overstates; the published figure is the container's memory.current.".into());
+    }
+    let shed = Some(c.shed() as f64);
+    let rows = vec![
+        fig_row("e2e p50 ms", f.p50_ms, Some(r.latency_ms.e2e_a.p50_ms), ms),
+        fig_row("e2e p95 ms", f.p95_ms, Some(r.latency_ms.e2e_a.p95_ms), ms),
+        fig_row("e2e p99 ms", f.p99_ms, Some(r.latency_ms.e2e_a.p99_ms), ms),
+        fig_row(
+            "deliveries/s",
+            f.deliveries_per_sec,
+            Some(r.throughput.reference_deliveries_per_sec),
+            n0,
+        ),
+        fig_row("served %", f.served_pct, ref_served, n0),
+        fig_row(
+            "served % of rated events (crossbench's own)",
+            None,
+            Some(r.throughput.served_fraction * 100.0),
+            n0,
+        ),
+        fig_row("system cores", f.cores, c.system_cores(), n2),
+        fig_row(
+            "RAM GB (peak)",
+            f.ram_gb,
+            c.system_peak_rss().map(|b| b / GIB),
+            n2,
+        ),
+        fig_row(
+            "disk MB/s (write)",
+            f.disk_mb_per_s,
+            r.cost
+                .as_ref()
+                .and_then(|x| x.system_disk_write_bytes_per_s_mean)
+                .map(|b| b / MIB),
+            n1,
+        ),
+        fig_row(
+            "queues",
+            f.queues.map(|v| v as f64),
+            Some(r.provisioned.physical_queues as f64),
+            n0,
+        ),
+        fig_row(
+            "consumers",
+            f.consumers.map(|v| v as f64),
+            Some(r.provisioned.consumer_members as f64),
+            n0,
+        ),
+        fig_row("shed", f.shed.map(|v| v as f64), shed, n0),
+        vec![
+            "verdict".into(),
+            match &f.verdict_note {
+                Some(n) => format!("{} ({n})", f.verdict),
+                None => f.verdict.clone(),
+            },
+            r.outcome.clone(),
+            if f.verdict == r.outcome {
+                "same".into()
+            } else {
+                "differs".into()
+            },
+        ],
+    ];
+    t.sections.push(Section {
+        heading: None,
+        rows,
+    });
+    Comparison {
+        published_id: p.id.clone(),
+        cell: c.name(),
+        table: t,
+        differences: differences(p, c),
+    }
+}
+
+/// Every difference in system, shape and hardware, with the scale factor.
+pub fn differences(p: &PublishedCell, c: &CellRecord) -> Vec<String> {
+    let r = &c.result;
+    let s = &p.shape;
+    let mut d = Vec::new();
+    if p.system != r.system {
+        d.push(format!(
+            "system: published {}, measured {}",
+            p.system, r.system
+        ));
+    }
+    if !p.variant.is_empty() && !r.variant.contains(p.variant.as_str()) {
+        d.push(format!(
+            "variant: published `{}`, measured `{}`",
+            p.variant, r.variant
+        ));
+    }
+    if s.durability != r.durability {
+        d.push(format!(
+            "durability tier: published {}, measured {}: figures of different tiers are not like for like",
+            s.durability, r.durability
+        ));
+    }
+    let scale = |name: &str, pv: Option<f64>, mv: f64, d: &mut Vec<String>| {
+        if let Some(pv) = pv {
+            if (pv - mv).abs() > 1e-9 {
+                let f = if pv > 0.0 {
+                    format!(" (× {:.3})", mv / pv)
+                } else {
+                    String::new()
+                };
+                d.push(format!(
+                    "{name}: published {}, measured {}{f}",
+                    num(Some(pv), 0),
+                    num(Some(mv), 0)
+                ));
+            }
+        }
+    };
+    scale(
+        "R (ingress events/s)",
+        s.rate_per_sec,
+        r.workload.rate_events_per_sec as f64,
+        &mut d,
+    );
+    scale(
+        "P (properties)",
+        s.properties.map(|v| v as f64),
+        r.workload.properties as f64,
+        &mut d,
+    );
+    scale(
+        "lanes per topic",
+        s.lanes.map(|v| v as f64),
+        r.workload.lanes as f64,
+        &mut d,
+    );
+    scale(
+        "ordered lanes provisioned",
+        s.ordered_lanes.map(|v| v as f64),
+        c.ordered_lanes() as f64,
+        &mut d,
+    );
+    scale(
+        "rated seconds",
+        s.duration_s,
+        r.time.rated_sec.round(),
+        &mut d,
+    );
+    let host = r.host.cores as f64;
+    if let Some(pc) = p.hardware.cores {
+        let machines = p.hardware.machines.unwrap_or(1);
+        if pc as f64 != host || machines > 1 {
+            d.push(format!(
+                "hardware: published {} ({} vCPU{}), measured {} ({} cores, {} GB): a scaled reproduction, {:.3}× the cores of one published machine",
+                p.hardware.description,
+                pc,
+                if machines > 1 { format!(" × {machines} machines") } else { String::new() },
+                r.host.cpu_model,
+                r.host.cores,
+                (r.host.memory_bytes as f64 / GIB).round(),
+                host / pc as f64
+            ));
+        }
+    }
+    if let (Some(pr), true) = (s.rate_per_sec, r.workload.rate_events_per_sec > 0) {
+        if let Some(pc) = p.hardware.cores {
+            let rate_scale = r.workload.rate_events_per_sec as f64 / pr;
+            let core_scale = host / pc as f64;
+            if (rate_scale - 1.0).abs() > 1e-9 {
+                d.push(format!(
+                    "rate scaled by {rate_scale:.3} against cores scaled by {core_scale:.3}: per-core load is {:.2}× the published cell's",
+                    rate_scale / core_scale
+                ));
+            }
+        }
+    }
+    for line in &p.reproduce.scaled {
+        d.push(format!("scaled on purpose: {line}"));
+    }
+    d
+}
+
+impl Comparison {
+    pub fn to_markdown(&self) -> String {
+        let mut s = self.table.to_markdown();
+        if self.differences.is_empty() {
+            s.push_str("Shape and hardware: identical to the published cell.\n");
+        } else {
+            s.push_str("Differences in shape and hardware:\n\n");
+            for d in &self.differences {
+                let _ = writeln!(s, "- {d}");
+            }
+        }
+        s
+    }
+}
+
+/// `count` re-exported for callers formatting shapes.
+pub fn shape_line(p: &PublishedCell) -> String {
+    let s = &p.shape;
+    let mut parts = vec![format!("{} workload", s.workload)];
+    if let Some(r) = s.rate_per_sec {
+        parts.push(format!("R = {}", num(Some(r), 0)));
+    }
+    if let Some(v) = s.properties {
+        parts.push(format!("P = {}", count(Some(v))));
+    }
+    if let Some(v) = s.lanes {
+        parts.push(format!("lanes = {}", count(Some(v))));
+    }
+    if let Some(v) = s.ordered_lanes {
+        parts.push(format!("ordered lanes = {}", count(Some(v))));
+    }
+    if let Some(v) = s.duration_s {
+        parts.push(format!("{v:.0} s rated"));
+    }
+    parts.push(format!("durability {}", s.durability));
+    parts.join(", ")
+}

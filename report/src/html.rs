@@ -1,0 +1,231 @@
+//! The HTML report: one self-contained page (inline CSS, plots inline as PNG
+//! `data:` URIs, no external scripts or fonts, so it opens offline) with the
+//! tables, the plots, each cell's verdict and invocation, and relative links to
+//! the raw files. Also writes the tables as Markdown and CSV and the plots as
+//! PNG and SVG beside it.
+
+use std::fmt::Write;
+use std::path::{Component, Path, PathBuf};
+
+use base64::Engine;
+
+use crate::cell::CellRecord;
+use crate::error::ReportError;
+use crate::plot::{self, Picture};
+use crate::table::{esc, Table};
+use crate::{cardinality, ceiling, cost_table};
+
+const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}th{background:#f2f2f2}
+td:first-child,th:first-child{text-align:left}
+.t-cost-to-serve td:last-child{white-space:normal;min-width:32em;text-align:left}
+.note{background:#fff8e1;border-left:4px solid #f0ad4e;padding:.3em .6em;margin:.3em 0;font-size:.9em}
+.section{font-weight:bold;margin:.8em 0 .2em}
+.PASS{color:#1b7f3b;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}.VOID{color:#8a6d00;font-weight:bold}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
+.wide{overflow-x:auto}img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{font-size:.9em;color:#555}";
+
+/// Marks images that did not decode and counts script errors, so a headless
+/// browser's DOM dump tells whether the page rendered whole.
+const CHECK_SCRIPT: &str = "window.__errors=0;window.addEventListener('error',function(){window.__errors++;document.body.setAttribute('data-script-errors',String(window.__errors));});
+window.addEventListener('load',function(){var ok=0,bad=0;document.querySelectorAll('img').forEach(function(i){if(i.complete&&i.naturalWidth>0){ok++;}else{bad++;i.setAttribute('data-broken','1');}});
+document.body.setAttribute('data-images-ok',String(ok));document.body.setAttribute('data-images-broken',String(bad));document.body.setAttribute('data-script-errors',String(window.__errors));});";
+
+/// What `write` produced.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub index: PathBuf,
+    pub pictures: Vec<Picture>,
+    pub tables: Vec<Table>,
+}
+
+/// Build the report for `cells` into `out` (created if needed).
+pub fn write(cells: &[CellRecord], out: &Path) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(out).map_err(|e| ReportError::io(out, e))?;
+    let plots = out.join("plots");
+    let refs: Vec<&CellRecord> = cells.iter().collect();
+    let mut pictures = vec![plot::cdf::plot(&refs, &plots.join("latency-cdf"))?];
+    let rates: std::collections::BTreeSet<u64> = cells
+        .iter()
+        .map(|c| c.result.workload.rate_events_per_sec)
+        .collect();
+    if rates.len() > 1 {
+        pictures.push(plot::sweep::plot(&refs, &plots.join("latency-vs-rate"))?);
+    }
+    let mut per_cell = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
+        let base = plots.join(format!("{:02}-{}-timeseries", i + 1, plot::slug(&c.name())));
+        per_cell.push(plot::timeseries::plot(c, &base)?);
+    }
+    let tables = vec![
+        cost_table::build(cells),
+        ceiling::build(cells),
+        cardinality::build(cells),
+    ];
+    for (t, name) in tables
+        .iter()
+        .zip(["cost-to-serve", "ceiling", "cardinality"])
+    {
+        for (ext, body) in [("md", t.to_markdown()), ("csv", t.to_csv())] {
+            let p = out.join(format!("{name}.{ext}"));
+            std::fs::write(&p, body).map_err(|e| ReportError::io(&p, e))?;
+        }
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"crossbench report v{}\">\n<title>crossbench report: {} cell(s)</title>\n<style>{CSS}</style>\n<script>{CHECK_SCRIPT}</script>\n</head><body>",
+        crate::OUTPUT_VERSION,
+        cells.len()
+    );
+    let _ = writeln!(s, "<h1>crossbench report</h1>\n<p>{} cell(s). Every table and picture on this page is built from the cell records linked below. Tables also as Markdown and CSV: {}.</p>",
+        cells.len(),
+        ["cost-to-serve", "ceiling", "cardinality"].iter().map(|n| format!("<a href=\"{n}.md\">{n}.md</a> <a href=\"{n}.csv\">csv</a>")).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(s, "<h2>Tables</h2>");
+    for t in &tables {
+        s.push_str(&t.to_html());
+    }
+    let _ = writeln!(s, "<h2>Plots</h2>");
+    for p in &pictures {
+        figure(&mut s, p, out)?;
+    }
+    let _ = writeln!(s, "<h2>Cells</h2>");
+    for (c, p) in cells.iter().zip(&per_cell) {
+        cell_section(&mut s, c, p, out)?;
+    }
+    let _ = writeln!(s, "</body></html>");
+    let index = out.join("index.html");
+    std::fs::write(&index, s).map_err(|e| ReportError::io(&index, e))?;
+    pictures.extend(per_cell);
+    Ok(Written {
+        index,
+        pictures,
+        tables,
+    })
+}
+
+fn figure(s: &mut String, p: &Picture, out: &Path) -> Result<(), ReportError> {
+    let bytes = std::fs::read(&p.png).map_err(|e| ReportError::io(&p.png, e))?;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let _ = writeln!(
+        s,
+        "<figure><img alt=\"{t}\" src=\"data:image/png;base64,{b64}\"><figcaption>{t} (<a href=\"{png}\">PNG</a>, <a href=\"{svg}\">SVG</a>)</figcaption></figure>",
+        t = esc(&p.title),
+        png = esc(&relative(out, &p.png)),
+        svg = esc(&relative(out, &p.svg)),
+    );
+    Ok(())
+}
+
+fn cell_section(
+    s: &mut String,
+    c: &CellRecord,
+    p: &Picture,
+    out: &Path,
+) -> Result<(), ReportError> {
+    let r = &c.result;
+    let outcome = match r.outcome.as_str() {
+        o @ ("PASS" | "FAIL" | "VOID") => o,
+        _ => "",
+    };
+    let _ = writeln!(
+        s,
+        "<h3 id=\"{id}\">{name}</h3>\n<p>{sys}, durability tier {tier}, R = {rate}, P = {props}, {rated:.0} s rated, started {start} on {host} ({cores} cores). Outcome: <span class=\"{outcome}\">{o}</span>; checker verdict: {verdict}.</p>",
+        id = esc(&plot::slug(&c.name())),
+        name = esc(&c.name()),
+        sys = esc(&c.system_label()),
+        tier = esc(&crate::comparability::tier(c)),
+        rate = r.workload.rate_events_per_sec,
+        props = r.workload.properties,
+        rated = r.time.rated_sec,
+        start = esc(&r.time.started_utc),
+        host = esc(&r.host.cpu_model),
+        cores = r.host.cores,
+        o = esc(&r.outcome),
+        verdict = if r.verdict.pass { "PASS" } else { "FAIL" },
+    );
+    let reasons: Vec<&String> = r
+        .verdict
+        .reasons
+        .iter()
+        .chain(&r.void.reasons)
+        .chain(&r.warnings)
+        .collect();
+    if !reasons.is_empty() {
+        let _ = writeln!(s, "<ul>");
+        for x in reasons {
+            let _ = writeln!(s, "<li>{}</li>", esc(x));
+        }
+        let _ = writeln!(s, "</ul>");
+    }
+    let _ = writeln!(
+        s,
+        "<p>Invocation:</p><pre>{}</pre>",
+        esc(c.command.as_deref().unwrap_or("(no invocation.txt)"))
+    );
+    let links: Vec<String> = c
+        .raw_files()
+        .iter()
+        .map(|f| {
+            format!(
+                "<a href=\"{}\">{f}</a>",
+                esc(&relative(out, &c.dir.join(f)))
+            )
+        })
+        .collect();
+    let _ = writeln!(s, "<p>Raw files: {}</p>", links.join(" · "));
+    figure(s, p, out)
+}
+
+/// `target` relative to the directory `from` (both made absolute first).
+pub fn relative(from: &Path, target: &Path) -> String {
+    let abs = |p: &Path| {
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(p)
+        };
+        let mut out = PathBuf::new();
+        for comp in p.components() {
+            match comp {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                c => out.push(c),
+            }
+        }
+        out
+    };
+    let (f, t) = (abs(from), abs(target));
+    let fc: Vec<_> = f.components().collect();
+    let tc: Vec<_> = t.components().collect();
+    let common = fc.iter().zip(&tc).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); fc.len() - common];
+    parts.extend(
+        tc[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative;
+    use std::path::Path;
+
+    #[test]
+    fn relative_links() {
+        assert_eq!(
+            relative(Path::new("/a/report"), Path::new("/a/runs/x/result.json")),
+            "../runs/x/result.json"
+        );
+        assert_eq!(
+            relative(Path::new("/a/report"), Path::new("/a/report/plots/p.png")),
+            "plots/p.png"
+        );
+    }
+}

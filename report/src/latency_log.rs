@@ -1,0 +1,78 @@
+//! `e2e.hlog`: HdrHistogram interval logs (V2 compressed), one tagged histogram per
+//! second, values in µs. The report merges the intervals of the rated window into
+//! one histogram per tag and draws its CDF.
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use crate::error::ReportError;
+
+/// Merge the intervals of `path` tagged `tag` that start inside
+/// `[from_unix_ms, to_unix_ms)`; `None` bounds take everything.
+pub fn merged(
+    path: &Path,
+    tag: &str,
+    from_unix_ms: Option<i64>,
+    to_unix_ms: Option<i64>,
+) -> Result<Histogram<u64>, ReportError> {
+    let bytes = std::fs::read(path).map_err(|e| ReportError::io(path, e))?;
+    let bad = |message: String| ReportError::BadRecord {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut out = Histogram::<u64>::new(3).map_err(|e| bad(e.to_string()))?;
+    let mut base = Duration::ZERO;
+    let mut de = Deserializer::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        let entry = entry.map_err(|e| bad(format!("unreadable interval log ({e:?})")))?;
+        match entry {
+            LogEntry::BaseTime(b) => base = b,
+            LogEntry::StartTime(s) => {
+                if base.is_zero() {
+                    base = s;
+                }
+            }
+            LogEntry::Interval(h) => {
+                if h.tag().map(|t| t.as_str()) != Some(tag) {
+                    continue;
+                }
+                let at_ms = (base + h.start_timestamp()).as_millis() as i64;
+                if from_unix_ms.is_some_and(|f| at_ms < f) || to_unix_ms.is_some_and(|t| at_ms >= t)
+                {
+                    continue;
+                }
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(h.encoded_histogram())
+                    .map_err(|e| bad(format!("bad base64 in an interval: {e}")))?;
+                let hist: Histogram<u64> = de
+                    .deserialize(&mut std::io::Cursor::new(raw))
+                    .map_err(|e| bad(format!("bad histogram in an interval: {e:?}")))?;
+                out.add(&hist)
+                    .map_err(|e| bad(format!("merging intervals: {e:?}")))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Points of the CDF on a log "nines" axis: (percentile, value in ms) for
+/// percentiles 0 … 99.999 spaced evenly in −log10(1 − q).
+pub fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut pts = Vec::new();
+    let steps = 100;
+    let max_nines = 5.0;
+    for i in 0..=steps {
+        let nines = max_nines * i as f64 / steps as f64;
+        let q = 1.0 - 10f64.powf(-nines);
+        pts.push((q * 100.0, h.value_at_quantile(q) as f64 / 1000.0));
+    }
+    pts
+}

@@ -1,0 +1,89 @@
+//! Plots drawn with `plotters` into PNG and SVG, text in the embedded DejaVu Sans
+//! (no system font library). One file per picture: [`cdf`] (latency CDF per cell
+//! on a log percentile axis), [`sweep`] (latency against offered rate), and
+//! [`timeseries`] (per-cell rate, lag, e2e, CPU and memory over time).
+
+pub mod cdf;
+pub mod chart;
+pub mod font;
+pub mod sweep;
+pub mod timeseries;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::ReportError;
+
+/// Files written for one picture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picture {
+    pub title: String,
+    pub png: PathBuf,
+    pub svg: PathBuf,
+}
+
+/// One labelled line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A file-name-safe form of a label.
+pub fn slug(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    out.truncate(80);
+    out
+}
+
+pub(crate) fn plot_err(what: &Path, e: impl std::fmt::Debug) -> ReportError {
+    ReportError::Plot {
+        what: what.display().to_string(),
+        message: format!("{e:?}"),
+    }
+}
+
+/// Draw `panels` stacked vertically into `<base>.png` and `<base>.svg`.
+pub fn render(
+    panels: &[chart::Panel],
+    size: (u32, u32),
+    base: &Path,
+    title: &str,
+) -> Result<Picture, ReportError> {
+    use plotters::prelude::*;
+    font::ensure();
+    let png = base.with_extension("png");
+    let svg = base.with_extension("svg");
+    if let Some(parent) = base.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ReportError::io(parent, e))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| plot_err(&png, e))?;
+        for (area, p) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+            chart::draw(area, p).map_err(|e| plot_err(&png, e))?;
+        }
+        root.present().map_err(|e| plot_err(&png, e))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| plot_err(&svg, e))?;
+        for (area, p) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+            chart::draw(area, p).map_err(|e| plot_err(&svg, e))?;
+        }
+        root.present().map_err(|e| plot_err(&svg, e))?;
+    }
+    Ok(Picture {
+        title: title.to_string(),
+        png,
+        svg,
+    })
+}
