@@ -140,6 +140,44 @@ struct Group {
 struct Topic {
     groups: Vec<(String, Arc<Group>)>,
     distinct_keys: AtomicU64,
+    census: Mutex<KeyCensus>,
+}
+
+/// The distinct keys a topic has seen, in one bit per key for the harness's own
+/// `p<N>` keys and a set for any other: a group forgets an idle key (so its memory
+/// follows the keys with messages, not every key ever used), the census does not.
+#[derive(Debug, Default)]
+struct KeyCensus {
+    bits: Vec<u64>,
+    others: std::collections::HashSet<Box<str>>,
+}
+
+impl KeyCensus {
+    /// Record `key`; true the first time.
+    fn insert(&mut self, key: &str) -> bool {
+        let n = key
+            .strip_prefix('p')
+            .filter(|d| !d.is_empty() && d.len() <= 9 && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<usize>().ok());
+        match n {
+            Some(n) => {
+                let (w, b) = (n / 64, 1u64 << (n % 64));
+                if self.bits.len() <= w {
+                    self.bits.resize(w + 1, 0);
+                }
+                let fresh = self.bits[w] & b == 0;
+                self.bits[w] |= b;
+                fresh
+            }
+            None => {
+                if self.others.contains(key) {
+                    false
+                } else {
+                    self.others.insert(key.into())
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -265,6 +303,10 @@ impl Group {
                 st.ready.push_back(key.clone());
                 true
             } else {
+                if ks.pending.is_empty() && !ks.queued && ks.held.is_none() {
+                    // Idle: forget it (it is re-created by its next publish).
+                    st.keys.remove(key);
+                }
                 false
             }
         };
@@ -321,6 +363,7 @@ impl Broker for MemBroker {
                         })
                         .collect(),
                     distinct_keys: AtomicU64::new(0),
+                    census: Mutex::new(KeyCensus::default()),
                 })
             });
         }
@@ -348,15 +391,15 @@ impl Broker for MemBroker {
             tokio::time::sleep(self.options.publish_delay).await;
         }
         let t = self.topic(topic)?;
+        if t.census.lock().insert(key) {
+            t.distinct_keys.fetch_add(1, Ordering::Relaxed);
+        }
         for (_, g) in &t.groups {
             let mut guard = g.state.lock();
             let st = &mut *guard;
             let ks = match st.keys.get_mut(key) {
                 Some(ks) => ks,
-                None => {
-                    t.distinct_keys.fetch_add(1, Ordering::Relaxed);
-                    st.keys.entry(Arc::from(key)).or_default()
-                }
+                None => st.keys.entry(Arc::from(key)).or_default(),
             };
             for p in payloads {
                 ks.pending.push_back(Pending {

@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/stream-smoke.yaml");
+const SMOKE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../scenarios/stream-smoke.yaml"
+);
 
 /// One cell at a time: they share the servers and the 2 cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -107,7 +110,11 @@ fn pgmq_stream_cell_passes() {
 #[cfg(feature = "rabbitmq")]
 #[test]
 fn rabbitmq_stream_cell_passes_with_partitions_hashed_onto_lanes() {
-    if !reachable("127.0.0.1:5672", "RabbitMQ", "scripts/provision/rabbitmq.sh") {
+    if !reachable(
+        "127.0.0.1:5672",
+        "RabbitMQ",
+        "scripts/provision/rabbitmq.sh",
+    ) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
