@@ -4,9 +4,9 @@
 //!
 //! When a server is not reachable the test prints SKIP and passes, unless `CI` is set
 //! (then it fails).
+#![cfg(any(feature = "pgmq", feature = "rabbitmq"))]
 
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;

@@ -236,12 +236,15 @@ pub async fn run_stream_cell(
             .sum::<u64>()
     };
     let mut acked_at_start = 0;
+    let popped_now = || sinks.iter().map(|s| get(&s.counters.popped)).sum::<u64>();
+    let mut popped_at_start = 0;
     tokio::select! {
         _ = sleep_until(start + warm) => {
             cpu_at_start = process_cpu_seconds();
             wall_at_start = Instant::now();
             created_at_start = ledger.created.count();
             acked_at_start = acked_now();
+            popped_at_start = popped_now();
             *phase.lock() = "rated";
         }
         _ = interrupt.cancelled() => { stopped_early = true; }
@@ -257,6 +260,7 @@ pub async fn run_stream_cell(
     let created_at_end = ledger.created.count();
     let popped_rated_at_end: u64 = sinks.iter().map(|s| get(&s.counters.popped_rated)).sum();
     let acked_at_end = acked_now();
+    let popped_at_end = popped_now();
     if stopped_early {
         say("interrupted: stopping the producer; drain and verification still run".into());
         pusher.stop_early();
@@ -407,7 +411,10 @@ pub async fn run_stream_cell(
     let popped_rated: u64 = sinks.iter().map(|s| get(&s.counters.popped_rated)).sum();
     let e2e = sink_metrics.e2e.summary();
     let offered_per_sec = snap.offered_rated as f64 / rated_sec;
-    let popped_per_sec = popped_rated as f64 / groups_n as f64 / rated_sec;
+    // What the consumers took while the rated window ran (any message), per group:
+    // the consumption rate the seed's "behind" rule compares with the offered rate.
+    let popped_per_sec =
+        popped_at_end.saturating_sub(popped_at_start) as f64 / groups_n as f64 / wall_rated;
     let served_fraction = if offered_per_sec > 0.0 {
         popped_per_sec / offered_per_sec
     } else {
@@ -535,6 +542,11 @@ pub async fn run_stream_cell(
             offered_per_sec,
             published_per_sec: published_rated as f64 / rated_sec,
             popped_per_sec,
+            eventually_popped_fraction: if published_rated == 0 {
+                0.0
+            } else {
+                popped_rated as f64 / groups_n as f64 / published_rated as f64
+            },
             acked_per_sec: acked_at_end.saturating_sub(acked_at_start) as f64
                 / groups_n as f64
                 / wall_rated,

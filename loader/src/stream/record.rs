@@ -86,8 +86,11 @@ pub struct StreamThroughput {
     pub offered_per_sec: f64,
     /// Of those, accepted by the system (shed and failed excluded), per second.
     pub published_per_sec: f64,
-    /// Rated messages popped, per group, per second (mean of the groups).
+    /// Messages popped while the rated window ran, per group, per second.
     pub popped_per_sec: f64,
+    /// Rated messages popped by the end of the drain, per group, ÷ rated messages
+    /// accepted: 1.0 when everything was eventually consumed.
+    pub eventually_popped_fraction: f64,
     /// Acks per second over the rated window (all groups / groups).
     pub acked_per_sec: f64,
     /// popped_per_sec / offered_per_sec.
