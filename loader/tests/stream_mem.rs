@@ -133,6 +133,28 @@ fn stream_smoke_passes_and_every_group_sees_every_partition() {
 }
 
 #[test]
+fn pushes_spread_over_several_partitions_stay_in_order() {
+    // Each request carries 2 messages for each of 5 partitions of the window.
+    let (code, text, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &["stream.push.partitions_per_request=5", "duration=3s"],
+    );
+    let r = result(&tmp.path().join("cell"));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(r["workload"]["partitions_per_request"], 5);
+    for g in ["stream_g1", "stream_g2"] {
+        let s = group(&r, g);
+        assert_eq!(
+            u(&s["properties_seen"]),
+            u(&r["partitions"]["created"]),
+            "{s}"
+        );
+        assert_eq!(u(&s["order_violations"]), 0, "{s}");
+        assert_eq!(u(&s["gaps"]), 0, "{s}");
+    }
+}
+
+#[test]
 fn injected_faults_fail_with_exact_counts() {
     let (code, text, tmp) = run_raw(
         &scenario("stream-smoke.yaml"),
