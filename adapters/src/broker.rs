@@ -189,6 +189,10 @@ pub struct StreamCounters {
     pub receive_errors: AtomicU64,
     /// Reconnects performed after a lost connection or channel.
     pub reconnects: AtomicU64,
+    /// Ack (or commit / delete) calls the adapter timed, and their summed duration in
+    /// µs: the mean ack round trip. Optional: adapters that do not time acks leave 0.
+    pub ack_calls: AtomicU64,
+    pub ack_micros: AtomicU64,
 }
 
 impl StreamCounters {

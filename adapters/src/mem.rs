@@ -140,6 +140,49 @@ struct Group {
 struct Topic {
     groups: Vec<(String, Arc<Group>)>,
     distinct_keys: AtomicU64,
+    census: Mutex<KeyCensus>,
+}
+
+/// The distinct keys a topic has seen, in one bit per key for the harness's own
+/// `p<N>` keys and a set for any other: a group forgets an idle key (so its memory
+/// follows the keys with messages, not every key ever used), the census does not.
+#[derive(Debug, Default)]
+struct KeyCensus {
+    bits: Vec<u64>,
+    others: std::collections::HashSet<Box<str>>,
+}
+
+impl KeyCensus {
+    /// Record `key`; true the first time.
+    fn insert(&mut self, key: &str) -> bool {
+        let n = key
+            .strip_prefix('p')
+            .filter(|d| {
+                !d.is_empty()
+                    && d.len() <= 9
+                    && (d.len() == 1 || !d.starts_with('0'))
+                    && d.bytes().all(|b| b.is_ascii_digit())
+            })
+            .and_then(|d| d.parse::<usize>().ok());
+        match n {
+            Some(n) => {
+                let (w, b) = (n / 64, 1u64 << (n % 64));
+                if self.bits.len() <= w {
+                    self.bits.resize(w + 1, 0);
+                }
+                let fresh = self.bits[w] & b == 0;
+                self.bits[w] |= b;
+                fresh
+            }
+            None => {
+                if self.others.contains(key) {
+                    false
+                } else {
+                    self.others.insert(key.into())
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -265,6 +308,10 @@ impl Group {
                 st.ready.push_back(key.clone());
                 true
             } else {
+                if ks.pending.is_empty() && !ks.queued && ks.held.is_none() {
+                    // Idle: forget it (it is re-created by its next publish).
+                    st.keys.remove(key);
+                }
                 false
             }
         };
@@ -321,6 +368,7 @@ impl Broker for MemBroker {
                         })
                         .collect(),
                     distinct_keys: AtomicU64::new(0),
+                    census: Mutex::new(KeyCensus::default()),
                 })
             });
         }
@@ -348,15 +396,15 @@ impl Broker for MemBroker {
             tokio::time::sleep(self.options.publish_delay).await;
         }
         let t = self.topic(topic)?;
+        if t.census.lock().insert(key) {
+            t.distinct_keys.fetch_add(1, Ordering::Relaxed);
+        }
         for (_, g) in &t.groups {
             let mut guard = g.state.lock();
             let st = &mut *guard;
             let ks = match st.keys.get_mut(key) {
                 Some(ks) => ks,
-                None => {
-                    t.distinct_keys.fetch_add(1, Ordering::Relaxed);
-                    st.keys.entry(Arc::from(key)).or_default()
-                }
+                None => st.keys.entry(Arc::from(key)).or_default(),
             };
             for p in payloads {
                 ks.pending.push_back(Pending {
@@ -453,7 +501,14 @@ impl Broker for MemBroker {
                         stats.refused.fetch_add(n, Ordering::Relaxed);
                     }
                 }
+                // The control broker's ack is the release of the key: timed so the
+                // ack round trip has a floor to compare real brokers with.
+                let t_ack = std::time::Instant::now();
                 g2.release(&key, msgs, d);
+                if d == Disposition::Ack {
+                    StreamCounters::add(&counters.ack_calls, 1);
+                    StreamCounters::add(&counters.ack_micros, t_ack.elapsed().as_micros() as u64);
+                }
                 drop(permit);
             });
         }
@@ -496,5 +551,103 @@ impl Broker for MemBroker {
 
     async fn close(&self) -> Result<(), BrokerError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::TopicSpec;
+
+    struct AckAll;
+
+    #[async_trait]
+    impl BatchHandler for AckAll {
+        async fn handle(&self, _batch: KeyBatch) -> Disposition {
+            Disposition::Ack
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_keys_are_forgotten_and_distinct_keys_counted_once() {
+        let b = Arc::new(MemBroker::new(MemOptions::default()));
+        let topo = Topology {
+            topics: vec![TopicSpec {
+                name: "t".into(),
+                groups: vec!["g1".into(), "g2".into()],
+            }],
+            keys: 3,
+            lanes: 3,
+            durability: Durability::Memory,
+            dedup_window_sec: 0,
+            reset: true,
+        };
+        b.setup(&topo).await.unwrap();
+        for k in ["p0", "p1", "p0", "other"] {
+            b.publish("t", k, &[Bytes::from_static(b"m")])
+                .await
+                .unwrap();
+        }
+        let stop = CancellationToken::new();
+        let mut counters = Vec::new();
+        let mut tasks = Vec::new();
+        for g in ["g1", "g2"] {
+            let c = Arc::new(StreamCounters::default());
+            counters.push(c.clone());
+            let (b, stop) = (b.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                let opts = ConsumeOptions {
+                    batch: 10,
+                    lanes: 4,
+                    counters: c,
+                };
+                b.consume("t", g, opts, Arc::new(AckAll), stop).await
+            }));
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while counters.iter().any(|c| StreamCounters::get(&c.acked) < 4)
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.cancel();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        for c in &counters {
+            assert_eq!(StreamCounters::get(&c.acked), 4);
+            assert!(StreamCounters::get(&c.ack_calls) > 0);
+        }
+        // Three distinct keys over both groups, each counted once.
+        assert_eq!(b.counters()["mem_distinct_keys"], 3);
+        // Nothing pending: no group keeps a key's state.
+        for g in ["g1", "g2"] {
+            assert!(b.group("t", g).unwrap().state.lock().keys.is_empty(), "{g}");
+        }
+        // A key that comes back is served again and not counted twice.
+        b.publish("t", "p1", &[Bytes::from_static(b"m")])
+            .await
+            .unwrap();
+        assert_eq!(b.counters()["mem_distinct_keys"], 3);
+        assert_eq!(
+            b.group("t", "g1").unwrap().state.lock().keys.len(),
+            1,
+            "re-created on publish"
+        );
+    }
+
+    #[test]
+    fn census_tells_numbered_keys_from_others() {
+        let mut c = KeyCensus::default();
+        assert!(c.insert("p0"));
+        assert!(!c.insert("p0"));
+        assert!(c.insert("p999999"));
+        assert!(c.insert("p"));
+        assert!(!c.insert("p"));
+        assert!(c.insert("l7"));
+        assert!(c.insert("p01x"));
+        // A leading zero is another key, not p1.
+        assert!(c.insert("p1"));
+        assert!(c.insert("p01"));
     }
 }

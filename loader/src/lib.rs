@@ -17,6 +17,7 @@ pub mod schedule;
 pub mod selector;
 pub mod stage;
 pub mod stamp;
+pub mod stream;
 pub mod streamlog;
 pub mod summary;
 pub mod systems;

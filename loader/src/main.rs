@@ -129,6 +129,9 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             // run lock, waiting for a run in progress to finish.
             let _lock = run_lock(quiet)?;
             prepare_out(&out)?;
+            if loaded.scenario.workload == scenario::WorkloadKind::Stream {
+                return run_stream(&loaded, path, out, quiet, sampler);
+            }
             let threads = match loaded.scenario.threads {
                 0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
                 n => n as usize,
@@ -216,6 +219,81 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         Command::Plot(a) => report_cli::plot(a),
         Command::Report(a) => report_cli::report(a),
     }
+}
+
+/// A stream scenario: one cell, or one per ladder rate under `out`, in one runtime.
+/// Exit code: the worst outcome (FAIL over VOID over PASS).
+fn run_stream(
+    loaded: &scenario::Loaded,
+    path: PathBuf,
+    out: PathBuf,
+    quiet: bool,
+    sampler: Option<String>,
+) -> anyhow::Result<i32> {
+    use loader::run::Outcome;
+    let threads = match loaded.scenario.threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n as usize,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let cells = loader::stream::cells(loaded, &out);
+    let ladder = loaded
+        .scenario
+        .stream
+        .as_ref()
+        .map(|s| s.ladder.clone())
+        .unwrap_or_default();
+    let mut worst = Outcome::Pass;
+    let mut rows = Vec::new();
+    rt.block_on(async {
+        let interrupt = tokio_util::sync::CancellationToken::new();
+        {
+            let interrupt = interrupt.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    interrupt.cancel();
+                }
+            });
+        }
+        for cell in &cells {
+            if interrupt.is_cancelled() {
+                break;
+            }
+            if cell.out != out {
+                prepare_out(&cell.out)?;
+            }
+            let opts = RunOptions {
+                argv: std::env::args().collect(),
+                scenario_path: path.clone(),
+                out: cell.out.clone(),
+                quiet,
+                sampler_url: sampler.clone(),
+            };
+            let report =
+                loader::stream::cell::run_stream_cell(&cell.loaded, &opts, &ladder, &interrupt)
+                    .await?;
+            print!("{}", report.summary);
+            worst = match (worst, report.outcome) {
+                (Outcome::Fail, _) | (_, Outcome::Fail) => Outcome::Fail,
+                (Outcome::Void, _) | (_, Outcome::Void) => Outcome::Void,
+                _ => Outcome::Pass,
+            };
+            rows.push(report.dir.clone());
+        }
+        anyhow::Ok(())
+    })?;
+    if !ladder.is_empty() {
+        let table = loader::stream::ladder_table(&rows)?;
+        std::fs::write(out.join("ladder.csv"), &table)
+            .with_context(|| format!("writing {}", out.join("ladder.csv").display()))?;
+        print!("\n=== LADDER {} ===\n{table}", out.display());
+    }
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    Ok(worst.exit_code())
 }
 
 /// Hold the machine-wide run lock (`$CROSSBENCH_LOCK` or /tmp/crossbench-run.lock)

@@ -90,6 +90,17 @@ pub enum WorkloadKind {
     /// The twelve-stream channel-manager pipeline.
     #[default]
     Pipeline,
+    /// One topic, a partition space, open-loop pushes and consumer groups (section `stream`).
+    Stream,
+}
+
+impl WorkloadKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadKind::Pipeline => "pipeline",
+            WorkloadKind::Stream => "stream",
+        }
+    }
 }
 
 /// What the scenario accepts as delivery semantics.
@@ -227,8 +238,11 @@ pub struct Scenario {
     #[serde(default)]
     pub workload: WorkloadKind,
     /// R: total offered ingress events per second (flow A gets ⌊R/2⌋, flow B the rest).
+    /// Stream workload: messages per second (or `stream.ladder`).
+    #[serde(default)]
     pub rate: u64,
-    /// P: number of ordering keys (properties).
+    /// P: number of ordering keys (properties). Pipeline only.
+    #[serde(default)]
     pub properties: u64,
     /// Rated window (the ramp is part of it, as in the reference).
     pub duration: Dur,
@@ -298,6 +312,9 @@ pub struct Scenario {
     /// RabbitMQ options (system: rabbitmq).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rabbitmq: Option<adapters::rabbitmq::RabbitOptions>,
+    /// The stream workload's shape (workload: stream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::stream::config::StreamSection>,
 }
 
 fn yes() -> bool {
@@ -378,12 +395,36 @@ pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, Scen
     for arg in sets {
         apply_set(&mut value, arg)?;
     }
+    reject_pipeline_only_fields(&value)?;
     let scenario: Scenario = serde_yaml::from_value(value).map_err(|e| ScenarioError::Parse {
         path: origin.into(),
         message: format!("{e} (fields are listed in docs/scenarios.md)"),
     })?;
     validate(&scenario)?;
     Ok(scenario)
+}
+
+/// A stream scenario that sets a pipeline-only field is told where the knob lives.
+fn reject_pipeline_only_fields(value: &serde_yaml::Value) -> Result<(), ScenarioError> {
+    let Some(map) = value.as_mapping() else {
+        return Ok(());
+    };
+    let is_stream = map
+        .get("workload")
+        .and_then(|w| w.as_str())
+        .is_some_and(|w| w == "stream");
+    if !is_stream {
+        return Ok(());
+    }
+    for (field, instead) in crate::stream::config::PIPELINE_ONLY {
+        if map.contains_key(*field) {
+            return Err(invalid(
+                field,
+                format!("not used by workload: stream; remove it (the stream knob is {instead})"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn apply_set(root: &mut serde_yaml::Value, arg: &str) -> Result<(), ScenarioError> {
@@ -440,11 +481,33 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             "must be non-empty and use only letters, digits, '-', '_' and '.' (it names the cell directory)",
         ));
     }
-    if s.rate == 0 || s.rate > 10_000_000 {
-        return Err(invalid("rate", "must be between 1 and 10000000 events/s"));
-    }
-    if s.properties == 0 || s.properties > 100_000_000 {
-        return Err(invalid("properties", "must be between 1 and 100000000"));
+    match (s.workload, &s.stream) {
+        (WorkloadKind::Pipeline, Some(_)) => {
+            return Err(invalid(
+                "stream",
+                "the stream section only applies to workload: stream; remove it or set workload: stream",
+            ))
+        }
+        (WorkloadKind::Stream, None) => {
+            return Err(invalid(
+                "stream",
+                "workload: stream needs a `stream:` section (partitions, push, consume; see docs/scenarios.md)",
+            ))
+        }
+        (WorkloadKind::Stream, Some(st)) => {
+            if s.rate > 10_000_000 {
+                return Err(invalid("rate", "must be between 1 and 10000000 msg/s"));
+            }
+            st.validate(s.rate, s.system)?;
+        }
+        (WorkloadKind::Pipeline, None) => {
+            if s.rate == 0 || s.rate > 10_000_000 {
+                return Err(invalid("rate", "must be between 1 and 10000000 events/s"));
+            }
+            if s.properties == 0 || s.properties > 100_000_000 {
+                return Err(invalid("properties", "must be between 1 and 100000000"));
+            }
+        }
     }
     if s.duration.0.is_zero() || s.duration.0 > Duration::from_secs(7 * 86_400) {
         return Err(invalid("duration", "must be > 0 and at most 7 days"));

@@ -15,6 +15,8 @@ pub(crate) const PG_METRICS: &[&str] = &[
     "autovacuum_runs",
     "db_size_bytes",
     "backends",
+    "pgmq_table_bytes",
+    "pgmq_live_rows",
 ];
 
 // pg_stat_wal exists from PostgreSQL 14.
@@ -24,18 +26,24 @@ const Q_WAL: &str = "SELECT \
     (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables)::int8, \
     (SELECT coalesce(sum(autovacuum_count), 0) FROM pg_stat_user_tables)::int8, \
     pg_database_size(current_database())::int8, \
-    (SELECT numbackends FROM pg_stat_database WHERE datname = current_database())::int8";
+    (SELECT numbackends FROM pg_stat_database WHERE datname = current_database())::int8, \
+    (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_stat_user_tables WHERE schemaname = 'pgmq')::int8, \
+    (SELECT coalesce(sum(n_live_tup), 0) FROM pg_stat_user_tables WHERE schemaname = 'pgmq' AND relname LIKE 'q\\_%')::int8";
 const Q_NO_WAL: &str = "SELECT \
     (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::int8, \
     NULL::float8, \
     (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables)::int8, \
     (SELECT coalesce(sum(autovacuum_count), 0) FROM pg_stat_user_tables)::int8, \
     pg_database_size(current_database())::int8, \
-    (SELECT numbackends FROM pg_stat_database WHERE datname = current_database())::int8";
+    (SELECT numbackends FROM pg_stat_database WHERE datname = current_database())::int8, \
+    (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_stat_user_tables WHERE schemaname = 'pgmq')::int8, \
+    (SELECT coalesce(sum(n_live_tup), 0) FROM pg_stat_user_tables WHERE schemaname = 'pgmq' AND relname LIKE 'q\\_%')::int8";
 
 type Row = (
     Option<i64>,
     Option<f64>,
+    Option<i64>,
+    Option<i64>,
     Option<i64>,
     Option<i64>,
     Option<i64>,
@@ -117,7 +125,7 @@ impl PgProbe {
             .filter(|d| *d > 0.0);
         self.last = Some(now);
         let u = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
-        let (commits, wal, dead, av, size, backends) = match row {
+        let (commits, wal, dead, av, size, backends, pgmq_bytes, pgmq_rows) = match row {
             Some(r) => (
                 u(r.0),
                 r.1.filter(|w| *w >= 0.0).map(|w| w as u64),
@@ -125,8 +133,10 @@ impl PgProbe {
                 u(r.3),
                 r.4,
                 r.5,
+                r.6,
+                r.7,
             ),
-            None => (None, None, None, None, None, None),
+            None => (None, None, None, None, None, None, None, None),
         };
         let per_s = |d: Option<u64>| dt.and_then(|dt| d.map(|d| d as f64 / dt));
         let vals = [
@@ -136,6 +146,8 @@ impl PgProbe {
             self.autovacuum.delta(av).map(|d| d as f64),
             size.map(|v| v as f64),
             backends.map(|v| v as f64),
+            pgmq_bytes.map(|v| v as f64),
+            pgmq_rows.map(|v| v as f64),
         ];
         PG_METRICS
             .iter()

@@ -576,8 +576,11 @@ impl PgmqBroker {
                 }
             }
             if !ack_ids.is_empty() {
+                let t_ack = std::time::Instant::now();
                 if self.ack(&s.pool, &s.queue, &ack_ids, counters).await {
                     StreamCounters::add(&counters.acked, ack_ids.len() as u64);
+                    StreamCounters::add(&counters.ack_calls, 1);
+                    StreamCounters::add(&counters.ack_micros, t_ack.elapsed().as_micros() as u64);
                 } else {
                     StreamCounters::add(&counters.ack_errors, ack_ids.len() as u64);
                 }

@@ -1,0 +1,124 @@
+//! The stream workload on the real brokers available here, through the real binary:
+//! PostgreSQL + pgmq on 127.0.0.1:5432 and RabbitMQ on 127.0.0.1:5672. A short cell
+//! over a rotating window ends PASS with every created partition seen by both groups.
+//!
+//! When a server is not reachable the test prints SKIP and passes, unless `CI` is set
+//! (then it fails).
+#![cfg(any(feature = "pgmq", feature = "rabbitmq"))]
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const SMOKE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../scenarios/stream-smoke.yaml"
+);
+
+/// One cell at a time: they share the servers and the 2 cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn reachable(addr: &str, what: &str, provision: &str) -> bool {
+    let a: SocketAddr = addr.parse().unwrap();
+    if TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} not reachable at {addr} and CI is set (run {provision})");
+    }
+    println!("SKIP: {what} not reachable at {addr} (run {provision})");
+    false
+}
+
+fn run(sets: &[&str]) -> (i32, Value, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crossbench"));
+    c.args(["run", SMOKE]);
+    // A small space the window covers in 2.5 s; 1000 msg/s in pushes of 10.
+    for s in [
+        "rate=1000",
+        "duration=4s",
+        "warmup=1s",
+        "stream.partitions.space=500",
+        "stream.partitions.window=50",
+        "stream.partitions.rotate_step=50",
+        "stream.partitions.rotate_every=250ms",
+    ]
+    .iter()
+    .chain(sets)
+    {
+        c.args(["--set", s]);
+    }
+    c.arg("--out").arg(&out).arg("-q");
+    let o = c.output().expect("crossbench runs");
+    let text = std::fs::read_to_string(out.join("result.json")).unwrap_or_else(|e| {
+        panic!(
+            "no result.json ({e})\n{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (
+        o.status.code().unwrap_or(-1),
+        serde_json::from_str(&text).unwrap(),
+        String::from_utf8_lossy(&o.stdout).to_string(),
+    )
+}
+
+fn assert_clean(code: i32, r: &Value, out: &str, system: &str) {
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["outcome"], "PASS");
+    assert_eq!(r["system"], system);
+    assert_eq!(r["workload"]["kind"], "stream");
+    let created = r["partitions"]["created"].as_u64().unwrap();
+    assert!(created > 0);
+    for s in r["verdict"]["streams"].as_array().unwrap() {
+        assert_eq!(s["properties_seen"].as_u64(), Some(created), "{s}");
+        for k in ["gaps", "order_violations", "duplicates", "lost_tail"] {
+            assert_eq!(s[k].as_u64(), Some(0), "{k}: {s}");
+        }
+    }
+    let published = r["flows"]["S"]["published"].as_u64().unwrap();
+    for g in r["groups"].as_array().unwrap() {
+        assert_eq!(g["popped"].as_u64(), Some(published), "{g}");
+        assert_eq!(g["acked"].as_u64(), Some(published), "{g}");
+    }
+}
+
+#[cfg(feature = "pgmq")]
+#[test]
+fn pgmq_stream_cell_passes() {
+    if !reachable("127.0.0.1:5432", "PostgreSQL", "scripts/provision/pgmq.sh") {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, r, out) = run(&[
+        "system=pgmq",
+        "prefix=cbst-",
+        "pgmq.readers=2",
+        "pgmq.visibility_timeout=5s",
+    ]);
+    assert_clean(code, &r, &out, "pgmq");
+    // pgmq times its deletes: the ack round trip is known.
+    assert!(r["latency_ms"]["ack_round_trip_mean_ms"].as_f64().unwrap() > 0.0);
+}
+
+#[cfg(feature = "rabbitmq")]
+#[test]
+fn rabbitmq_stream_cell_passes_with_partitions_hashed_onto_lanes() {
+    if !reachable(
+        "127.0.0.1:5672",
+        "RabbitMQ",
+        "scripts/provision/rabbitmq.sh",
+    ) {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, r, out) = run(&["system=rabbitmq", "prefix=cbst-", "stream.lanes=8"]);
+    assert_clean(code, &r, &out, "rabbitmq");
+    assert_eq!(r["workload"]["lanes"].as_u64(), Some(8));
+}

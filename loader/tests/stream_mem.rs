@@ -1,0 +1,244 @@
+//! The stream workload end to end on the control broker, through the real binary:
+//! a clean run passes with every partition seen by every group; injected faults fail
+//! with exact counts; a ladder makes one cell per rate; bad stream sections exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(name)
+}
+
+/// Run `crossbench run` into a fresh temp dir; returns (exit code, stdout+stderr, dir).
+fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crossbench"));
+    cmd.arg("run").arg(scn).arg("--out").arg(&out).arg("-q");
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let o = cmd.output().expect("run crossbench");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text, tmp)
+}
+
+fn result(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("result.json"))
+        .unwrap_or_else(|e| panic!("no result.json in {}: {e}", dir.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+fn group<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["verdict"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("stream {name} in verdict"))
+}
+
+#[test]
+fn stream_smoke_passes_and_every_group_sees_every_partition() {
+    let (code, text, tmp) = run_raw(&scenario("stream-smoke.yaml"), &[]);
+    let dir = tmp.path().join("cell");
+    let r = result(&dir);
+    assert_eq!(code, 0, "exit code\n{text}");
+    assert_eq!(r["outcome"], "PASS");
+    assert_eq!(r["workload"]["kind"], "stream");
+    assert!(r["identity_holds"].as_bool().unwrap());
+    let space = u(&r["workload"]["space"]);
+    assert_eq!(space, 2000);
+    // The window covered the space: every partition was created and every group's
+    // log holds every partition.
+    assert_eq!(u(&r["partitions"]["created"]), space);
+    for g in ["stream_g1", "stream_g2"] {
+        let s = group(&r, g);
+        assert_eq!(u(&s["properties_seen"]), space, "{s}");
+        assert_eq!(u(&s["gaps"]), 0);
+        assert_eq!(u(&s["order_violations"]), 0);
+        assert_eq!(u(&s["duplicates"]), 0);
+        assert_eq!(u(&s["lost_tail"]), 0);
+    }
+    let f = &r["flows"]["S"];
+    assert_eq!(
+        u(&f["offered"]),
+        u(&f["published"]) + u(&f["shed"]) + u(&f["failed"])
+    );
+    // Each group popped everything that was accepted.
+    for g in r["groups"].as_array().unwrap() {
+        assert_eq!(u(&g["popped"]), u(&f["published"]), "{g}");
+        assert_eq!(u(&g["acked"]), u(&g["popped"]), "{g}");
+    }
+    assert!(r["latency_ms"]["e2e"]["count"].as_u64().unwrap() > 0);
+    assert!(r["latency_ms"]["ack_round_trip_mean_ms"].as_f64().is_some());
+    // The per-second report has the stream columns and one row per second.
+    let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("# crossbench report.csv v1 workload=stream")
+    );
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for col in [
+        "offered",
+        "accepted",
+        "shed",
+        "popped",
+        "acked",
+        "push_err_connection",
+        "pop_errors",
+        "ack_errors",
+        "e2e_p50_ms",
+        "e2e_p99_ms",
+        "e2e_p999_ms",
+        "ack_rtt_mean_ms",
+        "partitions_created",
+    ] {
+        assert!(header.contains(&col), "column {col} in {header:?}");
+    }
+    let created_col = header
+        .iter()
+        .position(|c| *c == "partitions_created")
+        .unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 4, "{} rows", rows.len());
+    let created: Vec<u64> = rows
+        .iter()
+        .map(|r| r[created_col].parse().unwrap())
+        .collect();
+    assert!(created.windows(2).all(|w| w[0] <= w[1]), "{created:?}");
+    for f in [
+        "produced.meta",
+        "stream_g1.log",
+        "stream_g2.log",
+        "samples.csv",
+        "invocation.txt",
+        "e2e.hlog",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+}
+
+#[test]
+fn pushes_spread_over_several_partitions_stay_in_order() {
+    // Each request carries 2 messages for each of 5 partitions of the window.
+    let (code, text, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &["stream.push.partitions_per_request=5", "duration=3s"],
+    );
+    let r = result(&tmp.path().join("cell"));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(r["workload"]["partitions_per_request"], 5);
+    for g in ["stream_g1", "stream_g2"] {
+        let s = group(&r, g);
+        assert_eq!(
+            u(&s["properties_seen"]),
+            u(&r["partitions"]["created"]),
+            "{s}"
+        );
+        assert_eq!(u(&s["order_violations"]), 0, "{s}");
+        assert_eq!(u(&s["gaps"]), 0, "{s}");
+    }
+}
+
+#[test]
+fn injected_faults_fail_with_exact_counts() {
+    let (code, text, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &[
+            "duration=2s",
+            r#"mem.faults=[{topic: stream, group: g1, kind: drop, at: 100}, {topic: stream, group: g2, kind: duplicate, at: 150}, {topic: stream, group: g1, kind: reorder, at: 305}]"#,
+        ],
+    );
+    let r = result(&tmp.path().join("cell"));
+    assert_eq!(code, 3, "a correctness failure exits 3\n{text}");
+    assert_eq!(r["outcome"], "FAIL");
+    let g1 = group(&r, "stream_g1");
+    assert_eq!(u(&g1["gaps"]), 1, "{g1}");
+    assert_eq!(u(&g1["order_violations"]), 1, "{g1}");
+    assert_eq!(u(&g1["duplicates"]), 0, "{g1}");
+    let g2 = group(&r, "stream_g2");
+    assert_eq!(u(&g2["duplicates"]), 1, "{g2}");
+    assert_eq!(u(&g2["gaps"]), 0, "{g2}");
+    assert_eq!(u(&g2["order_violations"]), 0, "{g2}");
+    assert_eq!(u(&r["broker_stats"]["mem_faults_applied"]), 3);
+}
+
+#[test]
+fn a_ladder_makes_one_cell_per_rate() {
+    let (code, text, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &[
+            "rate=0",
+            "stream.ladder=[1000, 3000]",
+            "duration=2s",
+            "warmup=0s",
+        ],
+    );
+    assert_eq!(code, 0, "{text}");
+    let out = tmp.path().join("cell");
+    let mut offered = Vec::new();
+    for rate in [1000u64, 3000] {
+        let dir = out.join(format!("stream-smoke-r{rate}"));
+        let r = result(&dir);
+        assert_eq!(r["cell"], format!("stream-smoke-r{rate}"));
+        assert_eq!(u(&r["workload"]["rate_msgs_per_sec"]), rate);
+        assert_eq!(r["workload"]["ladder"], serde_json::json!([1000, 3000]));
+        assert_eq!(r["outcome"], "PASS");
+        offered.push(r["throughput"]["offered_per_sec"].as_f64().unwrap());
+    }
+    // The offered rate follows the ladder.
+    assert!(offered[1] > 2.0 * offered[0], "{offered:?}");
+    let table = std::fs::read_to_string(out.join("ladder.csv")).unwrap();
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(table.contains("stream-smoke-r3000,PASS,3000"), "{table}");
+}
+
+#[test]
+fn bad_stream_sections_exit_2_naming_the_field() {
+    for (sets, field) in [
+        (
+            vec!["stream.partitions.window=5000"],
+            "stream.partitions.window",
+        ),
+        (
+            vec!["stream.push.partitions_per_request=3"],
+            "stream.push.partitions_per_request",
+        ),
+        (vec!["stream.ladder=[1000]"], "stream.ladder"),
+        (vec!["rate=0"], "rate"),
+        (vec!["properties=10"], "properties"),
+        (
+            vec!["stream.consume.pop_partitions=4"],
+            "stream.consume.pop_partitions",
+        ),
+        (vec!["stream.consume.groups=0"], "stream.consume.groups"),
+        (
+            vec!["stream.partitions.rotate_every=0s"],
+            "stream.partitions.rotate_every",
+        ),
+        (
+            vec!["stream.partitions.fixed=10"],
+            "stream.partitions.fixed",
+        ),
+        (vec!["stream.bogus=1"], "bogus"),
+        (vec!["stream.payload.bytes=10"], "stream.payload.bytes"),
+    ] {
+        let (code, text, _tmp) = run_raw(&scenario("stream-smoke.yaml"), &sets);
+        assert_eq!(code, 2, "{sets:?}: {text}");
+        assert!(text.contains(field), "{sets:?} should name {field}: {text}");
+    }
+}
