@@ -58,6 +58,10 @@ pub struct MemOptions {
     pub publish_delay: Duration,
     /// Misbehaviours to inject.
     pub faults: Vec<Fault>,
+    /// Refuse a topology with more ordered lanes per topic than this (0 = no limit),
+    /// the way a broker refuses a partition count above its limit. Exercises the
+    /// loader's REFUSED record.
+    pub max_lanes: u64,
 }
 
 /// Minimal `Duration` serde in the `humantime` text form ("250ms", "2s").
@@ -327,6 +331,14 @@ impl Broker for MemBroker {
         let mut topics = self.topics.write();
         if topology.reset {
             topics.clear();
+        }
+        let max = self.options.max_lanes;
+        if max > 0 && topology.lanes > max {
+            let topic = topology.topics.first().map_or("", |t| t.name.as_str());
+            return Err(BrokerError::TopologyRefused {
+                what: format!("topic {topic} with {} ordered lanes", topology.lanes),
+                answer: format!("control broker: at most {max} lanes per topic (mem.max_lanes)"),
+            });
         }
         for f in &self.options.faults {
             let known = topology

@@ -222,7 +222,7 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
 }
 
 /// A stream scenario: one cell, or one per ladder rate under `out`, in one runtime.
-/// Exit code: the worst outcome (FAIL over VOID over PASS).
+/// Exit code: the worst outcome (FAIL over REFUSED over VOID over PASS).
 fn run_stream(
     loaded: &scenario::Loaded,
     path: PathBuf,
@@ -279,6 +279,7 @@ fn run_stream(
             print!("{}", report.summary);
             worst = match (worst, report.outcome) {
                 (Outcome::Fail, _) | (_, Outcome::Fail) => Outcome::Fail,
+                (Outcome::Refused, _) | (_, Outcome::Refused) => Outcome::Refused,
                 (Outcome::Void, _) | (_, Outcome::Void) => Outcome::Void,
                 _ => Outcome::Pass,
             };

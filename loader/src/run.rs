@@ -30,6 +30,8 @@ pub enum Outcome {
     Pass,
     Fail,
     Void,
+    /// The system refused the cell's topology at setup; recorded, no figures.
+    Refused,
 }
 
 impl Outcome {
@@ -38,6 +40,7 @@ impl Outcome {
             Outcome::Pass => "PASS",
             Outcome::Fail => "FAIL",
             Outcome::Void => "VOID",
+            Outcome::Refused => "REFUSED",
         }
     }
     pub fn exit_code(&self) -> i32 {
@@ -45,6 +48,7 @@ impl Outcome {
             Outcome::Pass => 0,
             Outcome::Fail => 3,
             Outcome::Void => 4,
+            Outcome::Refused => 5,
         }
     }
 }
@@ -143,10 +147,25 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         s.dedup_window_sec,
         !s.no_reset,
     );
-    let description = broker
-        .setup(&topo)
-        .await
-        .with_context(|| format!("setting up {}", s.system.name()))?;
+    let description = match broker.setup(&topo).await {
+        Ok(d) => d,
+        Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
+            let refusal = crate::record::refused::Refusal { what, answer };
+            let summary = crate::record::refused::summary(s, &refusal);
+            crate::record::refused::write(&dir, s, &host, started, plan.lanes, refusal)?;
+            write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
+            sampling.stop();
+            return Ok(RunReport {
+                outcome: Outcome::Refused,
+                dir,
+                summary,
+            });
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e))
+                .with_context(|| format!("setting up {}", s.system.name()))
+        }
+    };
 
     // Stages.
     let metrics = Arc::new(Metrics::new(&defs));

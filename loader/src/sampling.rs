@@ -79,4 +79,12 @@ impl Sampling {
             &self.system_labels,
         ))
     }
+
+    /// Stop sampling without a summary (a cell that ended before its rated window,
+    /// e.g. refused at setup). Whatever was sampled stays in samples.csv.
+    pub fn stop(mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.stop();
+        }
+    }
 }

@@ -276,3 +276,27 @@ fn bad_input_exits_2_and_writes_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// A system that refuses the topology (here the control broker with a lane limit, as
+/// a broker refuses a partition count) leaves a REFUSED record with its answer and
+/// exits 5; nothing claims a measurement.
+#[test]
+fn a_refused_topology_is_recorded_as_the_cells_result() {
+    let (code, r, tmp) = run(
+        &scenario("smoke.yaml"),
+        &["duration=2s", "warmup=0s", "mem.max_lanes=5"],
+    );
+    assert_eq!(code, 5, "exit code; result: {r:#}");
+    assert_eq!(r["outcome"], "REFUSED");
+    assert_eq!(r["system"], "mem");
+    let answer = r["refused"]["answer"].as_str().unwrap();
+    assert!(answer.contains("at most 5 lanes"), "answer: {answer}");
+    let what = r["refused"]["what"].as_str().unwrap();
+    assert!(what.contains("ordered lanes"), "what: {what}");
+    assert!(r.get("verdict").is_none(), "a refused cell has no verdict");
+    let inv = std::fs::read_to_string(tmp.path().join("cell/invocation.txt")).unwrap();
+    assert!(
+        inv.contains("REFUSED"),
+        "invocation records the outcome:\n{inv}"
+    );
+}

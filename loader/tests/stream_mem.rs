@@ -242,3 +242,20 @@ fn bad_stream_sections_exit_2_naming_the_field() {
         assert!(text.contains(field), "{sets:?} should name {field}: {text}");
     }
 }
+
+/// The partition wall: a system that refuses the partition space (the control broker
+/// with a lane limit) leaves a REFUSED record with its answer, exit 5.
+#[test]
+fn a_refused_partition_count_is_the_cells_result() {
+    let (code, out, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &["duration=2s", "warmup=0s", "mem.max_lanes=500"],
+    );
+    assert_eq!(code, 5, "exit code; output:\n{out}");
+    let r = result(&tmp.path().join("cell"));
+    assert_eq!(r["outcome"], "REFUSED");
+    assert_eq!(r["workload"]["kind"], "stream");
+    let answer = r["refused"]["answer"].as_str().unwrap();
+    assert!(answer.contains("at most 500 lanes"), "answer: {answer}");
+    assert!(out.contains("REFUSED"), "the summary says so:\n{out}");
+}

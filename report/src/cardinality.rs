@@ -77,7 +77,10 @@ fn observation(c: &CellRecord) -> Option<(f64, f64, f64)> {
 /// Fit one model per (system, tier) over its non-VOID cells with cost data.
 pub fn models(cells: &[CellRecord]) -> Vec<SystemModel> {
     let mut groups: BTreeMap<(String, String), Vec<&CellRecord>> = BTreeMap::new();
-    for c in cells.iter().filter(|c| !c.is_void()) {
+    for c in cells
+        .iter()
+        .filter(|c| !c.is_void() && !c.is_refused() && !c.is_stream())
+    {
         if observation(c).is_some() {
             groups
                 .entry((c.result.system.clone(), comparability::tier(c)))
@@ -109,7 +112,7 @@ pub fn build(cells: &[CellRecord]) -> Table {
     for m in &models {
         t.notes.push(m.describe());
     }
-    let mut sorted: Vec<&CellRecord> = cells.iter().collect();
+    let mut sorted = comparability::pipeline_cells(&mut t, cells);
     sorted.sort_by_key(|c| {
         (
             c.result.system.clone(),

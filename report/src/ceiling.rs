@@ -80,8 +80,9 @@ pub fn build(cells: &[CellRecord]) -> Table {
         "held = PASS, served ≥ {:.0} %, nothing shed, e2e p99 ≤ 5 s. A sweep is the cells of one system/variant, tier, P and lanes.",
         SERVED_MIN * 100.0
     ));
+    let kept = comparability::pipeline_cells(&mut t, cells);
     let mut sweeps: BTreeMap<(String, String, u64, u64), Vec<&CellRecord>> = BTreeMap::new();
-    for c in cells {
+    for c in kept {
         let key = (
             c.system_label(),
             comparability::tier(c),
@@ -130,7 +131,10 @@ pub fn build(cells: &[CellRecord]) -> Table {
             by_tier.keys().cloned().collect::<Vec<_>>().join(", ")
         ));
     }
-    let n_void = cells.iter().filter(|c| c.is_void()).count();
+    let n_void = cells
+        .iter()
+        .filter(|c| c.is_void() && !c.is_stream())
+        .count();
     if n_void > 0 {
         t.notes.push(format!(
             "VOID: {n_void} cell(s) count as not held with the loader as the bound (✗); a ceiling at a VOID step is the loader's, not the system's."

@@ -59,6 +59,16 @@ pub struct CellResult {
     pub verdict: Verdict,
     pub cost: Option<Cost>,
     pub warnings: Vec<String>,
+    /// Present when the system refused the topology (`outcome: REFUSED`).
+    pub refused: Option<Refused>,
+}
+
+/// What a system refused at setup, in its own words (docs/record.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Refused {
+    pub what: String,
+    pub answer: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -84,6 +94,8 @@ pub struct Host {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Workload {
+    /// `pipeline` (absent in older records) or `stream`.
+    pub kind: String,
     pub rate_events_per_sec: u64,
     pub properties: u64,
     pub lanes: u64,
@@ -226,6 +238,16 @@ impl CellRecord {
         } else {
             self.result.cell.clone()
         }
+    }
+
+    /// The system refused the cell's topology: a result without figures.
+    pub fn is_refused(&self) -> bool {
+        self.result.outcome == "REFUSED"
+    }
+
+    /// A cell of the stream workload, whose figures the pipeline tables do not read.
+    pub fn is_stream(&self) -> bool {
+        self.result.workload.kind == "stream"
     }
 
     pub fn is_void(&self) -> bool {

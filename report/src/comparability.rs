@@ -60,6 +60,38 @@ pub fn sectioned<'a>(
     }
 }
 
+/// The cells a pipeline table can hold. Refused cells (no figures: the system's
+/// answer is the result) and stream-workload cells (other figures) are left out, and
+/// the table says so in a note naming each one.
+pub fn pipeline_cells<'a>(table: &mut Table, cells: &'a [CellRecord]) -> Vec<&'a CellRecord> {
+    for c in cells.iter().filter(|c| c.is_refused()) {
+        let r = c.result.refused.clone().unwrap_or_default();
+        table.notes.push(format!(
+            "REFUSED: {} ({}) has no figures: the system refused {}: {}",
+            c.name(),
+            c.system_label(),
+            r.what,
+            r.answer
+        ));
+    }
+    let streams: Vec<String> = cells
+        .iter()
+        .filter(|c| c.is_stream() && !c.is_refused())
+        .map(|c| c.name())
+        .collect();
+    if !streams.is_empty() {
+        table.notes.push(format!(
+            "left out: {} stream-workload cell(s) ({}); this table reads channel-manager pipeline cells.",
+            streams.len(),
+            streams.join(", ")
+        ));
+    }
+    cells
+        .iter()
+        .filter(|c| !c.is_refused() && !c.is_stream())
+        .collect()
+}
+
 /// The durability tier as recorded (`default`, `fsync`, `memory`), `unknown` when absent.
 pub fn tier(c: &CellRecord) -> String {
     if c.result.durability.is_empty() {

@@ -37,7 +37,7 @@ pub fn build(cells: &[CellRecord]) -> Table {
     t.notes.push(
         "cores and peak RSS are the system under test's over the rated window (for the in-process control broker `mem`, the crossbench process); e2e is the worse of flows A and B.".into(),
     );
-    let refs: Vec<&CellRecord> = cells.iter().collect();
+    let refs = comparability::pipeline_cells(&mut t, cells);
     comparability::sectioned(&mut t, &refs, row);
     t
 }

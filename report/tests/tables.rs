@@ -365,3 +365,63 @@ fn globs_and_parent_directories_expand_to_cells() {
     let by_parent = load_all(&[s(tmp.path())]).unwrap();
     assert_eq!(by_parent.len(), 3);
 }
+
+#[test]
+fn refused_and_stream_cells_are_named_and_kept_out_of_pipeline_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ok = write(
+        tmp.path(),
+        &Spec {
+            name: "ok",
+            ..Spec::default()
+        },
+    );
+    // A refused cell as the harness writes it (docs/record.md): no figures.
+    let refused = tmp.path().join("wall");
+    std::fs::create_dir_all(&refused).unwrap();
+    std::fs::write(
+        refused.join("result.json"),
+        r#"{"schema_version":1,"cell":"wall","outcome":"REFUSED","system":"kafka",
+            "workload":{"kind":"pipeline","rate":200,"properties":20000,"lanes":20000},
+            "durability":"default","refused":{"what":"topic t with 20000 partitions",
+            "answer":"INVALID_PARTITIONS"}}"#,
+    )
+    .unwrap();
+    let stream = write(
+        tmp.path(),
+        &Spec {
+            name: "ladder-r1000",
+            ..Spec::default()
+        },
+    );
+    let path = stream.join("result.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["workload"]["kind"] = "stream".into();
+    std::fs::write(&path, v.to_string()).unwrap();
+
+    let cells = load_all(&[s(&ok), s(&refused), s(&stream)]).unwrap();
+    for t in [
+        cost_table::build(&cells),
+        ceiling::build(&cells),
+        cardinality::build(&cells),
+    ] {
+        assert!(
+            t.notes.iter().any(|n| n.starts_with("REFUSED: wall (kafka)")
+                && n.contains("INVALID_PARTITIONS")),
+            "{}: {:?}",
+            t.title,
+            t.notes
+        );
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n.contains("1 stream-workload cell(s) (ladder-r1000)")),
+            "{}: {:?}",
+            t.title,
+            t.notes
+        );
+        let rows: usize = t.sections.iter().map(|s| s.rows.len()).sum();
+        assert_eq!(rows, 1, "{}: only the pipeline cell is a row", t.title);
+    }
+}

@@ -4,4 +4,5 @@ pub mod host;
 pub mod invocation;
 pub mod meta;
 pub mod redact;
+pub mod refused;
 pub mod result;

@@ -121,10 +121,25 @@ pub async fn run_stream_cell(
         dedup_window_sec: s.dedup_window_sec,
         reset: !s.no_reset,
     };
-    let description = broker
-        .setup(&topo)
-        .await
-        .with_context(|| format!("setting up {}", s.system.name()))?;
+    let description = match broker.setup(&topo).await {
+        Ok(d) => d,
+        Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
+            let refusal = crate::record::refused::Refusal { what, answer };
+            let summary = crate::record::refused::summary(s, &refusal);
+            crate::record::refused::write(&dir, s, &host, started, topo.lanes, refusal)?;
+            write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
+            sampling.stop();
+            return Ok(RunReport {
+                outcome: Outcome::Refused,
+                dir,
+                summary,
+            });
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e))
+                .with_context(|| format!("setting up {}", s.system.name()))
+        }
+    };
 
     // Consumers: one sink per group.
     let window = Arc::new(Window::default());

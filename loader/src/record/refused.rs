@@ -1,0 +1,99 @@
+//! `result.json` of a cell the system refused at setup (for instance a partition count
+//! above the broker's limit). The refusal *is* the cell's result, as the reference's
+//! partition wall was: it is recorded with the system's own answer, never dropped.
+//! Same `schema_version` as a measured cell; `outcome` is `REFUSED` and there are no
+//! figures (docs/record.md).
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::record::host::Host;
+use crate::record::invocation::{build_id, utc};
+use crate::record::result::{BuildInfo, SCHEMA_VERSION};
+use crate::scenario::Scenario;
+
+/// What the system refused, in its own words.
+#[derive(Debug, Serialize)]
+pub struct Refusal {
+    /// What was asked (e.g. "topic cb_ingress_a with 20000 partitions").
+    pub what: String,
+    /// The system's answer, verbatim.
+    pub answer: String,
+}
+
+#[derive(Debug, Serialize)]
+struct RefusedResult<'a> {
+    schema_version: u32,
+    crossbench: BuildInfo,
+    cell: &'a str,
+    /// Always `REFUSED`.
+    outcome: &'static str,
+    system: &'static str,
+    workload: RefusedShape,
+    durability: adapters::Durability,
+    started_utc: String,
+    ended_utc: String,
+    host: &'a Host,
+    refused: Refusal,
+}
+
+/// The shape that was asked for: enough to place the refusal in a table.
+#[derive(Debug, Serialize)]
+struct RefusedShape {
+    kind: &'static str,
+    rate: u64,
+    properties: u64,
+    lanes: u64,
+}
+
+/// Write `dir/result.json` for a refused cell.
+pub fn write(
+    dir: &Path,
+    s: &Scenario,
+    host: &Host,
+    started: SystemTime,
+    lanes: u64,
+    refusal: Refusal,
+) -> Result<()> {
+    let (version, git_commit) = build_id();
+    let r = RefusedResult {
+        schema_version: SCHEMA_VERSION,
+        crossbench: BuildInfo {
+            version,
+            git_commit,
+        },
+        cell: &s.name,
+        outcome: "REFUSED",
+        system: s.system.name(),
+        workload: RefusedShape {
+            kind: match s.workload {
+                crate::scenario::WorkloadKind::Pipeline => "pipeline",
+                crate::scenario::WorkloadKind::Stream => "stream",
+            },
+            rate: s.rate,
+            properties: s.properties,
+            lanes,
+        },
+        durability: s.durability,
+        started_utc: utc(started),
+        ended_utc: utc(SystemTime::now()),
+        host,
+        refused: refusal,
+    };
+    let path = dir.join("result.json");
+    let text = serde_json::to_string_pretty(&r).context("serialising the refused result")?;
+    std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// The summary line printed for a refused cell.
+pub fn summary(s: &Scenario, refusal: &Refusal) -> String {
+    format!(
+        "\nOUTCOME: REFUSED  {} refused {}: {}\n",
+        s.system.name(),
+        refusal.what,
+        refusal.answer
+    )
+}
