@@ -194,7 +194,8 @@ pub struct SampleSection {
     /// `postgres=proc:postgres`, `cgroup:/sys/fs/cgroup/system.slice/x.service`,
     /// `pid:1234`, `container:<id>`, `postgres:<dsn>`). Empty = the system's default
     /// targets (mem: the loader itself; pgmq: the postgres processes and internals;
-    /// rabbitmq: the beam.smp node). The host and the loader are always sampled.
+    /// rabbitmq: the beam.smp node; queen: the queen-server process and postgres). The
+    /// host and the loader are always sampled.
     pub targets: Vec<String>,
     /// Sampling period.
     pub interval: Dur,
@@ -298,6 +299,9 @@ pub struct Scenario {
     /// RabbitMQ options (system: rabbitmq).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rabbitmq: Option<adapters::rabbitmq::RabbitOptions>,
+    /// Queen options (system: queen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queen: Option<adapters::queen::QueenOptions>,
 }
 
 fn yes() -> bool {
@@ -508,6 +512,7 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     for (section, present, system) in [
         ("pgmq", s.pgmq.is_some(), SystemKind::Pgmq),
         ("rabbitmq", s.rabbitmq.is_some(), SystemKind::Rabbitmq),
+        ("queen", s.queen.is_some(), SystemKind::Queen),
     ] {
         if present && s.system != system {
             return Err(invalid(
