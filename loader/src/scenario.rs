@@ -521,6 +521,9 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             ));
         }
     }
+    if let Some(q) = &s.queen {
+        q.validate().map_err(|(field, m)| invalid(&field, m))?;
+    }
     if s.system != SystemKind::Mem && s.mem != MemOptions::default() {
         return Err(invalid(
             "mem",
@@ -586,5 +589,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("banana"), "{e}");
+    }
+
+    #[test]
+    fn queen_section_parses_and_is_checked() {
+        let q = "name: t\nsystem: queen\nrate: 100\nproperties: 10\nduration: 2s\nqueen:\n  mode: targeted\n  token: abc\n";
+        let s = parse(q, "t", &[]).unwrap();
+        let o = s.queen.as_ref().unwrap();
+        assert_eq!(o.mode, adapters::queen::PopMode::Targeted);
+        let e = parse(q, "t", &["queen.lease_time=1500ms".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("queen.lease_time"), "{e}");
+        let e = parse(&format!("{MIN}queen:\n  mode: wildcard\n"), "t", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only applies to system: queen"), "{e}");
     }
 }
