@@ -399,11 +399,14 @@ impl Broker for QueenBroker {
             self.stats.error("push", &e);
             return Err(e);
         }
-        let mut dups = 0u64;
+        let (mut dups, mut buffered) = (0u64, 0u64);
         for it in &items {
             match it.status.as_str() {
                 "queued" | "" => {}
                 "duplicate" => dups += 1,
+                // The server could not reach PostgreSQL and wrote the item to its file
+                // buffer, replayed later: accepted, but counted.
+                "buffered" => buffered += 1,
                 other => {
                     let e = BrokerError::Refused(format!(
                         "push: item {other}: {}",
@@ -415,6 +418,7 @@ impl Broker for QueenBroker {
             }
         }
         add(&self.stats.push_duplicates, dups);
+        add(&self.stats.push_buffered, buffered);
         add(&self.stats.messages_pushed, payloads.len() as u64);
         Ok(())
     }

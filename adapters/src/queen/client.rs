@@ -177,6 +177,13 @@ impl Client {
                 }
             });
         }
+        // An empty 2xx answer (a 204 "nothing to pop" on servers that send one) reads
+        // as an empty object.
+        let bytes = if bytes.iter().all(u8::is_ascii_whitespace) {
+            Bytes::from_static(b"{}")
+        } else {
+            bytes
+        };
         serde_json::from_slice(&bytes).map_err(|e| {
             let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).to_string();
             Failure {

@@ -14,6 +14,8 @@ pub(crate) struct Stats {
     pub messages_pushed: AtomicU64,
     /// Items the server answered `duplicate` (a retried push whose first try landed).
     pub push_duplicates: AtomicU64,
+    /// Items the server accepted into its file buffer (PostgreSQL unreachable).
+    pub push_buffered: AtomicU64,
     pub pops: AtomicU64,
     pub empty_pops: AtomicU64,
     pub messages_popped: AtomicU64,
@@ -56,6 +58,7 @@ impl Stats {
             ("queen_push_retries", g(&self.push_retries)),
             ("queen_messages_pushed", g(&self.messages_pushed)),
             ("queen_push_duplicates", g(&self.push_duplicates)),
+            ("queen_push_buffered", g(&self.push_buffered)),
             ("queen_pops", g(&self.pops)),
             ("queen_empty_pops", g(&self.empty_pops)),
             ("queen_messages_popped", g(&self.messages_popped)),
