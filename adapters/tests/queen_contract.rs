@@ -38,7 +38,8 @@ fn options(url: &str, mode: PopMode) -> QueenOptions {
         lease_time: Duration::from_secs(5),
         long_poll: Duration::from_millis(500),
         sweep_floor: Duration::from_millis(10),
-        pop_workers: 3,
+        // Auto-ack allows one pop loop per stream (it releases partitions at pop).
+        pop_workers: if mode == PopMode::AutoAck { 1 } else { 3 },
         partitions_per_pop: 3,
         ..Default::default()
     }

@@ -47,7 +47,7 @@ pub struct QueenOptions {
     #[serde(with = "dur_serde")]
     pub long_poll: Duration,
     /// Pop loops per consumer stream; 0 = auto (wildcard: 4; targeted: one per 16
-    /// partitions, between 2 and 8).
+    /// partitions, between 2 and 8; auto-ack: 1, and at most 1).
     pub pop_workers: usize,
     /// The queue's lease: how long a popped, unacked partition stays with its consumer
     /// before the server hands its messages out again. Whole seconds, >= 1 s.
@@ -97,7 +97,10 @@ impl QueenOptions {
         }
         match self.mode {
             PopMode::Targeted => (partitions.div_ceil(16) as usize).clamp(2, 8),
-            PopMode::Wildcard | PopMode::AutoAck => 4,
+            PopMode::Wildcard => 4,
+            // Auto-ack releases a partition at pop time: a second pop loop could take
+            // the next messages of a key still in the stage.
+            PopMode::AutoAck => 1,
         }
     }
 
@@ -129,6 +132,12 @@ impl QueenOptions {
         }
         if self.long_poll > Duration::from_secs(60) {
             return bad("long_poll", "must be at most 60s (0 = no long polling)");
+        }
+        if self.mode == PopMode::AutoAck && self.pop_workers > 1 {
+            return bad(
+                "pop_workers",
+                "auto-ack commits and releases a partition at pop time, so a second pop loop of a stream could hand a key to two handlers at once; use 1 (or 0 = auto)",
+            );
         }
         if self.pop_workers > 1024 {
             return bad("pop_workers", "must be at most 1024 (0 = auto)");

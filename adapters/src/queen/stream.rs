@@ -217,7 +217,15 @@ impl Stream {
     /// Give claims back without handling them: their first message acked `retry`
     /// releases the partition's lease and the whole batch comes back at once.
     pub async fn release(&self, claims: Vec<Claim>) {
-        if claims.is_empty() || self.auto_ack {
+        if claims.is_empty() {
+            return;
+        }
+        if self.auto_ack {
+            // Already committed by the server: nothing to give back; they are lost to
+            // this group (auto-ack runs one pop loop per stream, so this is only the
+            // stop path).
+            let n: u64 = claims.iter().map(|c| c.messages.len() as u64).sum();
+            add(&self.stats.auto_ack_refused_lost, n);
             return;
         }
         let items: Vec<AckItem> = claims.iter().filter_map(|c| self.retry_item(c)).collect();
