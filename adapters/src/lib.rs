@@ -8,6 +8,7 @@ pub mod error;
 pub mod lanes;
 pub mod mem;
 pub mod pgmq;
+pub mod queen;
 pub mod rabbitmq;
 pub mod redact;
 

@@ -205,7 +205,8 @@ pub struct SampleSection {
     /// `postgres=proc:postgres`, `cgroup:/sys/fs/cgroup/system.slice/x.service`,
     /// `pid:1234`, `container:<id>`, `postgres:<dsn>`). Empty = the system's default
     /// targets (mem: the loader itself; pgmq: the postgres processes and internals;
-    /// rabbitmq: the beam.smp node). The host and the loader are always sampled.
+    /// rabbitmq: the beam.smp node; queen: the queen-server process and postgres). The
+    /// host and the loader are always sampled.
     pub targets: Vec<String>,
     /// Sampling period.
     pub interval: Dur,
@@ -315,6 +316,9 @@ pub struct Scenario {
     /// The stream workload's shape (workload: stream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<crate::stream::config::StreamSection>,
+    /// Queen options (system: queen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queen: Option<adapters::queen::QueenOptions>,
 }
 
 fn yes() -> bool {
@@ -571,6 +575,7 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     for (section, present, system) in [
         ("pgmq", s.pgmq.is_some(), SystemKind::Pgmq),
         ("rabbitmq", s.rabbitmq.is_some(), SystemKind::Rabbitmq),
+        ("queen", s.queen.is_some(), SystemKind::Queen),
     ] {
         if present && s.system != system {
             return Err(invalid(
@@ -578,6 +583,9 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
                 format!("the {section} section only applies to system: {section}; remove it"),
             ));
         }
+    }
+    if let Some(q) = &s.queen {
+        q.validate().map_err(|(field, m)| invalid(&field, m))?;
     }
     if s.system != SystemKind::Mem && s.mem != MemOptions::default() {
         return Err(invalid(
@@ -644,5 +652,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("banana"), "{e}");
+    }
+
+    #[test]
+    fn queen_section_parses_and_is_checked() {
+        let q = "name: t\nsystem: queen\nrate: 100\nproperties: 10\nduration: 2s\nqueen:\n  mode: targeted\n  token: abc\n";
+        let s = parse(q, "t", &[]).unwrap();
+        let o = s.queen.as_ref().unwrap();
+        assert_eq!(o.mode, adapters::queen::PopMode::Targeted);
+        let e = parse(q, "t", &["queen.lease_time=1500ms".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("queen.lease_time"), "{e}");
+        let e = parse(&format!("{MIN}queen:\n  mode: wildcard\n"), "t", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only applies to system: queen"), "{e}");
     }
 }

@@ -38,6 +38,16 @@ pub fn build(s: &Scenario) -> Result<Arc<dyn Broker>, SystemError> {
                     message: e.to_string(),
                 })
         }
+        #[cfg(feature = "queen")]
+        SystemKind::Queen => {
+            let o = s.queen.clone().unwrap_or_default();
+            adapters::queen::QueenBroker::new(o)
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(|e| SystemError {
+                    system: "queen".into(),
+                    message: e.to_string(),
+                })
+        }
         #[allow(unreachable_patterns)]
         other => Err(SystemError {
             system: other.name().into(),
@@ -69,7 +79,9 @@ pub fn default_sample_targets(s: &Scenario) -> Vec<(String, String)> {
         SystemKind::Rabbitmq => vec![("rabbitmq".into(), "proc:beam.smp".into())],
         SystemKind::Kafka => vec![("kafka".into(), "proc:tansu".into())],
         SystemKind::Queen => vec![
-            ("queen".into(), "proc:queen".into()),
+            // The server binary is `queen-server` (a bare `queen` would also match
+            // postgres backends of a database named queen).
+            ("queen".into(), "proc:queen-server".into()),
             ("postgres".into(), "proc:postgres".into()),
         ],
     }

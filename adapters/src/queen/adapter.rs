@@ -1,0 +1,564 @@
+//! The Queen adapter (Queen's HTTP API through reqwest; plain HTTP, one keep-alive pool).
+//!
+//! Topology: one Queen queue per topic, configured at setup (lease time, retention) and
+//! deleted at reset together with the stages' consumer groups; one consumer group per
+//! stage (`consumerGroup=<group>` on every pop and ack); one partition per ordering key
+//! (`p<N>`), or hashed lane partitions (`l<N>`, `lanes::lane_key`) when lanes < keys.
+//! Queen fans out natively: one push serves every group of a topic.
+//!
+//! Publish: one push request per key-batch, every message with a client-made
+//! transaction id; Queen keeps (partition, transactionId) unique, so a push retried
+//! after a lost answer cannot duplicate (the server answers `duplicate`).
+//!
+//! Consume: see `wildcard.rs` (modes `wildcard`, `auto-ack`), `targeted.rs` and
+//! `stream.rs` (claims, in-flight guard, bulk ack, refusal by `retry`). Queen answers
+//! failures with HTTP 200 and an error in the body; every answer is checked, failures
+//! are counted by operation and class (`queen_errors_<op>_<class>`), backed off and
+//! retried: a failed pop or ack never ends a worker.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use reqwest::Method;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{encode, Client, Failure};
+use super::options::PopMode;
+use super::stats::{add, Stats};
+use super::stream::Stream;
+use super::wire::{push_item, Configured, Health, PushAnswer};
+use super::{targeted, wildcard, QueenOptions};
+use crate::broker::{
+    BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Description, Durability, FanOut,
+    Topology,
+};
+use crate::error::BrokerError;
+use crate::lanes::lane_key;
+
+/// What setup learned.
+#[derive(Debug, Default)]
+struct Setup {
+    /// topic → its groups.
+    topics: HashMap<String, Vec<String>>,
+    keys: u64,
+    lanes: u64,
+    server_version: String,
+    dedup: DedupSupport,
+}
+
+/// Whether the server kept the dedup window the scenario asked for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum DedupSupport {
+    #[default]
+    NotRequested,
+    Configured,
+    NotSupported,
+}
+
+/// The Queen broker.
+#[derive(Debug)]
+pub struct QueenBroker {
+    options: QueenOptions,
+    client: Client,
+    setup: RwLock<Setup>,
+    stats: Arc<Stats>,
+    /// Transaction ids: `<nonce>-<seq>`, unique per broker instance and process.
+    tx_nonce: String,
+    tx_seq: AtomicU64,
+    workers_started: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl QueenBroker {
+    pub fn new(options: QueenOptions) -> Result<Self, BrokerError> {
+        options
+            .validate()
+            .map_err(|(field, message)| BrokerError::Config { field, message })?;
+        let client = Client::new(&options)?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64;
+        let tx_nonce = format!("{:x}{:x}", now, std::process::id());
+        Ok(QueenBroker {
+            options,
+            client,
+            setup: RwLock::new(Setup::default()),
+            stats: Arc::new(Stats::default()),
+            tx_nonce,
+            tx_seq: AtomicU64::new(0),
+            workers_started: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+        })
+    }
+
+    pub fn options(&self) -> &QueenOptions {
+        &self.options
+    }
+
+    /// The server version `/health` reported at setup (empty before setup).
+    pub fn server_version(&self) -> String {
+        self.setup.read().server_version.clone()
+    }
+
+    /// The server's `/health`: its version string.
+    pub async fn health(&self) -> Result<String, BrokerError> {
+        let h: Health = self
+            .client
+            .call("health", Method::GET, "/health", None, Duration::ZERO)
+            .await
+            .map_err(|f| {
+                BrokerError::Connection(format!(
+                    "cannot reach Queen at {}: {} (start a server: compose/queen/README.md)",
+                    self.client.base(),
+                    f.error
+                ))
+            })?;
+        if h.status != "healthy" {
+            return Err(BrokerError::Connection(format!(
+                "Queen at {} is not healthy: status {:?}, database {:?}",
+                self.client.base(),
+                h.status,
+                h.database
+            )));
+        }
+        Ok(h.version.unwrap_or_else(|| "unknown".into()))
+    }
+
+    async fn delete(&self, op: &str, path: &str) -> Result<serde_json::Value, BrokerError> {
+        self.client
+            .call::<serde_json::Value>(op, Method::DELETE, path, None, Duration::ZERO)
+            .await
+            .map_err(|f: Failure| f.error)
+    }
+
+    async fn reset_topic(&self, topic: &str, groups: &[String]) -> Result<(), BrokerError> {
+        for g in groups {
+            // A group that never existed answers success too.
+            if let Err(e) = self
+                .delete(
+                    "reset",
+                    &format!("/api/v1/consumer-groups/{}?deleteMetadata=true", encode(g)),
+                )
+                .await
+            {
+                self.stats.error("reset", &e);
+            }
+        }
+        let v = self
+            .delete(
+                "reset",
+                &format!("/api/v1/resources/queues/{}", encode(topic)),
+            )
+            .await?;
+        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+            return Err(BrokerError::Refused(format!(
+                "deleting queue {topic:?}: {e}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn configure(&self, topic: &str, dedup_window_sec: u64) -> Result<bool, BrokerError> {
+        // Configure replaces every option (reference pitfall P9): send all we rely on.
+        let mut options = serde_json::json!({
+            "leaseTime": self.options.lease_secs(),
+            "retentionEnabled": true,
+            "completedRetentionSeconds": self.options.completed_retention_sec,
+            "retentionSeconds": 0,
+        });
+        if dedup_window_sec > 0 {
+            options["dedupWindowSeconds"] = dedup_window_sec.into();
+        }
+        let body = serde_json::to_vec(&serde_json::json!({"queue": topic, "options": options}))
+            .expect("configure body");
+        let c: Configured = self
+            .client
+            .call(
+                "configure",
+                Method::POST,
+                "/api/v1/configure",
+                Some(body),
+                Duration::ZERO,
+            )
+            .await
+            .map_err(|f| f.error)?;
+        if !c.configured {
+            return Err(BrokerError::Refused(format!(
+                "configure {topic:?}: {}",
+                c.error.unwrap_or_else(|| "configured:false".into())
+            )));
+        }
+        let lease = c.options.get("leaseTime").and_then(|v| v.as_u64());
+        if lease.is_some_and(|l| l != self.options.lease_secs()) {
+            return Err(BrokerError::Refused(format!(
+                "configure {topic:?}: asked leaseTime {} s, the server kept {lease:?}",
+                self.options.lease_secs()
+            )));
+        }
+        // Unknown option keys are dropped silently (P9): the echo tells.
+        Ok(c.options.contains_key("dedupWindowSeconds"))
+    }
+
+    fn next_tx(&self, n: usize) -> u64 {
+        self.tx_seq.fetch_add(n as u64, Ordering::Relaxed)
+    }
+}
+
+#[async_trait]
+impl Broker for QueenBroker {
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        let o = &self.options;
+        match topology.durability {
+            Durability::Default => {}
+            Durability::Memory => {
+                return Err(BrokerError::Config {
+                    field: "durability".into(),
+                    message: "Queen stores messages in PostgreSQL; use durability: default".into(),
+                })
+            }
+            Durability::Fsync => {
+                return Err(BrokerError::Config {
+                    field: "durability".into(),
+                    message: "Queen's durability is its PostgreSQL's, which crossbench cannot check over Queen's HTTP API; use durability: default and state the server's fsync setting".into(),
+                })
+            }
+        }
+        let version = self.health().await?;
+        let mut dedup = DedupSupport::NotRequested;
+        let mut topics = HashMap::new();
+        for t in &topology.topics {
+            if topology.reset {
+                self.reset_topic(&t.name, &t.groups).await?;
+            }
+            let kept = self.configure(&t.name, topology.dedup_window_sec).await?;
+            if topology.dedup_window_sec > 0 {
+                dedup = match (kept, dedup) {
+                    (_, DedupSupport::NotSupported) | (false, _) => DedupSupport::NotSupported,
+                    (true, _) => DedupSupport::Configured,
+                };
+            }
+            topics.insert(t.name.clone(), t.groups.clone());
+        }
+        let keys = topology.keys.max(1);
+        let lanes = topology.lanes.clamp(1, keys);
+        let streams = topology.stream_count() as u64;
+        let workers = o.workers_for(lanes) as u64;
+        *self.setup.write() = Setup {
+            topics,
+            keys,
+            lanes,
+            server_version: version.clone(),
+            dedup,
+        };
+
+        let mode = o.mode;
+        let mut notes = vec![
+            format!("Queen server version {version} at {}", self.client.base()),
+            format!(
+                "pop mode {}: {} pop workers per stream, batch up to the scenario's batch, lease {} s",
+                mode.name(),
+                workers,
+                o.lease_secs()
+            ),
+            "refused batches are given back by acking their first message `retry` (lease released, cursor kept, no retry count): the whole batch comes back at once".into(),
+            "every ack carries the pop's lease id (fencing)".into(),
+        ];
+        match mode {
+            PopMode::Wildcard | PopMode::AutoAck => notes.push(format!(
+                "wildcard pops: up to {} partitions per pop, long poll {} ms",
+                o.partitions_per_pop,
+                o.long_poll.as_millis()
+            )),
+            PopMode::Targeted => notes.push(format!(
+                "targeted pops: non-waiting pops per partition, sweep floor {} ms",
+                o.sweep_floor.as_millis()
+            )),
+        }
+        if mode == PopMode::AutoAck {
+            notes.push("auto-ack: the server commits at pop; a refused batch or a crash loses its messages (at-most-once)".into());
+        }
+        match dedup {
+            DedupSupport::NotRequested => notes.push(
+                "no dedup window requested; the server still rejects a repeated (partition, transactionId), so retried pushes cannot duplicate".into(),
+            ),
+            DedupSupport::Configured => notes.push(format!(
+                "dedup window {} s configured on every queue",
+                topology.dedup_window_sec
+            )),
+            DedupSupport::NotSupported => notes.push(format!(
+                "dedup window {} s requested: not supported by this server (configure dropped dedupWindowSeconds); (partition, transactionId) stays unique permanently",
+                topology.dedup_window_sec
+            )),
+        }
+        if lanes < keys {
+            notes.push(format!(
+                "{keys} keys hashed onto {lanes} partitions per queue (l<fnv1a32(key) mod {lanes}>): head-of-line blocking between keys of one partition"
+            ));
+        }
+        let mut built = vec![
+            "per-stream in-flight partition set (a lease that expired under a slow handler is given back, not handled twice)".into(),
+            "redelivery flag from the adapter's memory of refused and unacked transaction ids (Queen's pops carry none)".into(),
+        ];
+        match mode {
+            PopMode::Wildcard | PopMode::AutoAck => built.push(
+                "broker assigns partitions dynamically (wildcard pop, pays the server's candidate scan)".into(),
+            ),
+            PopMode::Targeted => {
+                built.push("static partition → pop worker map owned by the application (not elastic)".into());
+                built.push("sweep pacing: polling of every partition, empty pops included".into());
+            }
+        }
+        Ok(Description {
+            system: "queen".into(),
+            variant: mode.name().into(),
+            durability: topology.durability,
+            fan_out: FanOut::Native,
+            delivery: if mode == PopMode::AutoAck {
+                DeliveryGuarantee::AtMostOnce
+            } else {
+                DeliveryGuarantee::AtLeastOnce
+            },
+            ordered_lanes: lanes * topology.topics.len() as u64,
+            physical_queues: topology.topics.len() as u64,
+            consumer_members: workers * streams,
+            // One keep-alive connection per concurrent request: a pop loop each, plus
+            // publishers (the pool grows with concurrent pushes).
+            connections: workers * streams,
+            publishes_per_ingress_event: topology.native_publishes_per_ingress_event(),
+            semantics_built_in_app: built,
+            notes,
+            lease_ms: Some(o.lease_secs() * 1000),
+        })
+    }
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let lane = {
+            let s = self.setup.read();
+            if !s.topics.contains_key(topic) {
+                return Err(BrokerError::UnknownTopic(topic.to_string()));
+            }
+            lane_key(key, s.lanes, s.keys)
+        };
+        let first = self.next_tx(payloads.len());
+        let size: usize = payloads.iter().map(|p| p.len() + 96).sum::<usize>() + 16;
+        let mut body = Vec::with_capacity(size + topic.len() * payloads.len());
+        body.extend_from_slice(b"{\"items\":[");
+        for (i, p) in payloads.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            let tx = format!("{}-{:x}", self.tx_nonce, first + i as u64);
+            push_item(&mut body, topic, &lane, &tx, p);
+        }
+        body.extend_from_slice(b"]}");
+        add(&self.stats.push_requests, 1);
+        let stats = &self.stats;
+        let r: Result<PushAnswer, Failure> = self
+            .client
+            .call_retrying(
+                "push",
+                Method::POST,
+                "/api/v1/push",
+                body,
+                self.options.retries,
+                |e, again| {
+                    stats.error("push", e);
+                    if again {
+                        add(&stats.push_retries, 1);
+                    }
+                },
+            )
+            .await;
+        let items = match r {
+            Ok(PushAnswer::Items(v)) => v,
+            Ok(PushAnswer::Error(e)) => {
+                let e = BrokerError::Refused(format!("push: {}", e.error));
+                self.stats.error("push", &e);
+                return Err(e);
+            }
+            Err(f) => {
+                *self.last_error.lock() = Some(f.error.to_string());
+                return Err(f.error);
+            }
+        };
+        if items.len() != payloads.len() {
+            let e = BrokerError::Other(format!(
+                "push: {} results for {} messages",
+                items.len(),
+                payloads.len()
+            ));
+            self.stats.error("push", &e);
+            return Err(e);
+        }
+        let (mut dups, mut buffered) = (0u64, 0u64);
+        for it in &items {
+            match it.status.as_str() {
+                "queued" | "" => {}
+                "duplicate" => dups += 1,
+                // The server could not reach PostgreSQL and wrote the item to its file
+                // buffer, replayed later: accepted, but counted.
+                "buffered" => buffered += 1,
+                other => {
+                    let e = BrokerError::Refused(format!(
+                        "push: item {other}: {}",
+                        it.error.as_deref().unwrap_or("no reason given")
+                    ));
+                    self.stats.error("push", &e);
+                    return Err(e);
+                }
+            }
+        }
+        add(&self.stats.push_duplicates, dups);
+        add(&self.stats.push_buffered, buffered);
+        add(&self.stats.messages_pushed, payloads.len() as u64);
+        Ok(())
+    }
+
+    async fn consume(
+        &self,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
+    ) -> Result<(), BrokerError> {
+        let (keys, lanes) = {
+            let s = self.setup.read();
+            let groups = s
+                .topics
+                .get(topic)
+                .ok_or_else(|| BrokerError::UnknownTopic(topic.to_string()))?;
+            if !groups.iter().any(|g| g == group) {
+                return Err(BrokerError::Other(format!(
+                    "unknown group {group:?} on {topic:?}"
+                )));
+            }
+            (s.keys, s.lanes)
+        };
+        let o = &self.options;
+        let stream = Arc::new(Stream::new(
+            self.client.clone(),
+            topic.to_string(),
+            group.to_string(),
+            options.batch.max(1),
+            o.mode == PopMode::AutoAck,
+            o.retries,
+            options.counters.clone(),
+            handler,
+            stop,
+            self.stats.clone(),
+        ));
+        let workers = o.workers_for(lanes);
+        let mut tasks = Vec::with_capacity(workers);
+        match o.mode {
+            PopMode::Wildcard | PopMode::AutoAck => {
+                for _ in 0..workers {
+                    tasks.push(tokio::spawn(wildcard::pop_loop(
+                        stream.clone(),
+                        o.partitions_per_pop,
+                        o.long_poll,
+                    )));
+                }
+            }
+            PopMode::Targeted => {
+                let names = targeted::partition_names(keys, lanes);
+                for i in 0..workers {
+                    let owned = targeted::slice(&names, i, workers);
+                    if owned.is_empty() {
+                        continue;
+                    }
+                    tasks.push(tokio::spawn(targeted::sweep_loop(
+                        stream.clone(),
+                        owned,
+                        o.sweep_floor,
+                    )));
+                }
+            }
+        }
+        add(&self.workers_started, tasks.len() as u64);
+        for t in tasks {
+            if let Err(e) = t.await {
+                // A panicking handler: report it, the other workers went on.
+                let e = BrokerError::Other(format!("a pop worker ended abnormally: {e}"));
+                self.stats.error("worker", &e);
+            }
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let mut m = self.stats.snapshot();
+        let s = self.setup.read();
+        m.insert(
+            "queen_pop_workers_started".into(),
+            self.workers_started.load(Ordering::Relaxed),
+        );
+        m.insert(
+            "queen_pop_workers_per_stream".into(),
+            self.options.workers_for(s.lanes) as u64,
+        );
+        m.insert("queen_lease_seconds".into(), self.options.lease_secs());
+        m.insert("queen_partitions_per_queue".into(), s.lanes);
+        m.insert(
+            "queen_dedup_window_supported".into(),
+            u64::from(s.dedup == DedupSupport::Configured),
+        );
+        m
+    }
+
+    async fn close(&self) -> Result<(), BrokerError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_options_fail_at_construction() {
+        let e = QueenBroker::new(QueenOptions {
+            url: "https://example.invalid".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(matches!(e, BrokerError::Config { ref field, .. } if field == "queen.url"));
+    }
+
+    #[test]
+    fn transaction_ids_are_unique_and_sequential() {
+        let b = QueenBroker::new(QueenOptions::default()).unwrap();
+        assert_eq!(b.next_tx(3), 0);
+        assert_eq!(b.next_tx(1), 3);
+    }
+
+    #[tokio::test]
+    async fn unreachable_server_is_a_clear_error() {
+        let b = QueenBroker::new(QueenOptions {
+            url: "http://127.0.0.1:1".into(),
+            token: Some("hush-hush".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let t = Topology {
+            topics: vec![],
+            keys: 1,
+            lanes: 1,
+            durability: Durability::Default,
+            dedup_window_sec: 0,
+            reset: false,
+        };
+        let e = b.setup(&t).await.unwrap_err().to_string();
+        assert!(e.contains("compose/queen/README.md"), "{e}");
+        assert!(!e.contains("hush-hush"), "{e}");
+    }
+}

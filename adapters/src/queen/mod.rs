@@ -1,0 +1,22 @@
+//! Queen adapter, over Queen's HTTP API. Options are always compiled so scenario files
+//! parse in every build; the adapter itself needs the `queen` feature.
+
+pub mod options;
+pub use options::{PopMode, QueenOptions};
+
+#[cfg(feature = "queen")]
+mod adapter;
+#[cfg(feature = "queen")]
+mod client;
+#[cfg(feature = "queen")]
+mod stats;
+#[cfg(feature = "queen")]
+mod stream;
+#[cfg(feature = "queen")]
+mod targeted;
+#[cfg(feature = "queen")]
+mod wildcard;
+#[cfg(feature = "queen")]
+mod wire;
+#[cfg(feature = "queen")]
+pub use adapter::QueenBroker;

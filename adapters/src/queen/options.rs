@@ -1,0 +1,257 @@
+//! Scenario section `queen`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// How consumers pop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PopMode {
+    /// `GET /pop/queue/<q>?partitions=K`: the broker picks up to K free partitions per
+    /// pop (long polling), leases them, and the adapter acks once per pop.
+    #[default]
+    Wildcard,
+    /// `GET /pop/queue/<q>/partition/<p>`: every pop worker owns a static slice of the
+    /// partitions and sweeps it with non-waiting pops.
+    Targeted,
+    /// Wildcard pops with `autoAck=true`: the server commits the cursor at pop time, no
+    /// ack is sent. At-most-once: a refused batch or a crash loses its messages.
+    AutoAck,
+}
+
+impl PopMode {
+    pub fn name(&self) -> &'static str {
+        match self {
+            PopMode::Wildcard => "wildcard",
+            PopMode::Targeted => "targeted",
+            PopMode::AutoAck => "auto-ack",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueenOptions {
+    /// Base URL of the Queen server (`http://127.0.0.1:6632`).
+    pub url: String,
+    /// Optional bearer token (`Authorization: Bearer …`). Never written to any file:
+    /// it serialises as `***`.
+    #[serde(serialize_with = "redacted")]
+    pub token: Option<String>,
+    /// `wildcard` (default), `targeted` or `auto-ack`.
+    pub mode: PopMode,
+    /// Wildcard / auto-ack: partitions one pop may claim (they share the `batch` budget).
+    pub partitions_per_pop: u32,
+    /// Wildcard / auto-ack: how long a pop waits server-side for messages.
+    #[serde(with = "dur_serde")]
+    pub long_poll: Duration,
+    /// Pop loops per consumer stream; 0 = auto (wildcard: 4; targeted: one per 16
+    /// partitions, between 2 and 8; auto-ack: 1, and at most 1).
+    pub pop_workers: usize,
+    /// The queue's lease: how long a popped, unacked partition stays with its consumer
+    /// before the server hands its messages out again. Whole seconds, >= 1 s.
+    #[serde(with = "dur_serde")]
+    pub lease_time: Duration,
+    /// Targeted: a worker starts a new sweep of its slice at most this often.
+    #[serde(with = "dur_serde")]
+    pub sweep_floor: Duration,
+    /// Client timeout of one request (a long-poll pop gets `long_poll` on top).
+    #[serde(with = "dur_serde")]
+    pub request_timeout: Duration,
+    /// Attempts of one push or ack request on a network error, timeout or HTTP 5xx
+    /// (a retried push cannot duplicate: every message carries its transaction id).
+    pub retries: u32,
+    /// Seconds the server keeps completed messages (`completedRetentionSeconds`).
+    pub completed_retention_sec: u64,
+}
+
+impl Default for QueenOptions {
+    fn default() -> Self {
+        QueenOptions {
+            url: "http://127.0.0.1:6632".into(),
+            token: None,
+            mode: PopMode::Wildcard,
+            partitions_per_pop: 4,
+            long_poll: Duration::from_millis(1000),
+            pop_workers: 0,
+            lease_time: Duration::from_secs(30),
+            sweep_floor: Duration::from_millis(20),
+            request_timeout: Duration::from_secs(10),
+            retries: 3,
+            completed_retention_sec: 300,
+        }
+    }
+}
+
+impl QueenOptions {
+    /// The lease in whole seconds as Queen takes it.
+    pub fn lease_secs(&self) -> u64 {
+        self.lease_time.as_secs().max(1)
+    }
+
+    /// Pop loops per stream for `partitions` partitions.
+    pub fn workers_for(&self, partitions: u64) -> usize {
+        if self.pop_workers > 0 {
+            return self.pop_workers;
+        }
+        match self.mode {
+            PopMode::Targeted => (partitions.div_ceil(16) as usize).clamp(2, 8),
+            PopMode::Wildcard => 4,
+            // Auto-ack releases a partition at pop time: a second pop loop could take
+            // the next messages of a key still in the stage.
+            PopMode::AutoAck => 1,
+        }
+    }
+
+    /// Check the knobs; names the field and the fix.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, m: &str| Err((format!("queen.{f}"), m.to_string()));
+        if self.url.starts_with("https://") {
+            return bad(
+                "url",
+                "https is not built in (no TLS stack); run Queen on loopback and use http://",
+            );
+        }
+        if !self.url.starts_with("http://") {
+            return bad(
+                "url",
+                "must be an http:// URL such as http://127.0.0.1:6632",
+            );
+        }
+        if let Some(t) = &self.token {
+            if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return bad(
+                    "token",
+                    "must be a non-empty token without spaces (or omit it)",
+                );
+            }
+        }
+        if self.partitions_per_pop == 0 || self.partitions_per_pop > 1000 {
+            return bad("partitions_per_pop", "must be between 1 and 1000");
+        }
+        if self.long_poll > Duration::from_secs(60) {
+            return bad("long_poll", "must be at most 60s (0 = no long polling)");
+        }
+        if self.mode == PopMode::AutoAck && self.pop_workers > 1 {
+            return bad(
+                "pop_workers",
+                "auto-ack commits and releases a partition at pop time, so a second pop loop of a stream could hand a key to two handlers at once; use 1 (or 0 = auto)",
+            );
+        }
+        if self.pop_workers > 1024 {
+            return bad("pop_workers", "must be at most 1024 (0 = auto)");
+        }
+        if self.lease_time < Duration::from_secs(1) || self.lease_time.subsec_nanos() != 0 {
+            return bad(
+                "lease_time",
+                "Queen takes whole seconds; write e.g. 5s or 30",
+            );
+        }
+        if self.sweep_floor > Duration::from_secs(10) {
+            return bad("sweep_floor", "must be at most 10s");
+        }
+        if self.request_timeout < Duration::from_millis(100) {
+            return bad("request_timeout", "must be >= 100ms");
+        }
+        if self.retries == 0 || self.retries > 10 {
+            return bad(
+                "retries",
+                "must be between 1 and 10 (attempts, not re-tries)",
+            );
+        }
+        Ok(())
+    }
+}
+
+fn redacted<S: Serializer>(t: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(_) => s.serialize_some("***"),
+        None => s.serialize_none(),
+    }
+}
+
+/// A duration: a number (seconds) or a string such as `250ms`, `2s`.
+mod dur_serde {
+    use super::*;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Secs(f64),
+        Text(String),
+    }
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}ms", d.as_millis()))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::Secs(x) if x.is_finite() && x >= 0.0 => Ok(Duration::from_secs_f64(x)),
+            Raw::Secs(x) => Err(serde::de::Error::custom(format!(
+                "{x} is not a non-negative number of seconds"
+            ))),
+            Raw::Text(t) => crate::mem::parse_duration(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_knobs() {
+        let o: QueenOptions = serde_json::from_str(
+            r#"{"mode":"targeted","pop_workers":3,"lease_time":"5s","sweep_floor":"10ms","long_poll":2,"token":"abc"}"#,
+        )
+        .unwrap();
+        assert_eq!(o.mode, PopMode::Targeted);
+        assert_eq!(o.workers_for(100), 3);
+        assert_eq!(o.lease_secs(), 5);
+        assert_eq!(o.sweep_floor, Duration::from_millis(10));
+        assert_eq!(o.long_poll, Duration::from_secs(2));
+        assert!(o.validate().is_ok());
+        let o: QueenOptions = serde_json::from_str(r#"{"mode":"auto-ack"}"#).unwrap();
+        assert_eq!(o.mode, PopMode::AutoAck);
+        assert!(serde_json::from_str::<QueenOptions>(r#"{"bogus":1}"#).is_err());
+        assert!(QueenOptions::default().validate().is_ok());
+    }
+
+    #[test]
+    fn bad_knobs_name_their_field() {
+        let e = QueenOptions {
+            lease_time: Duration::from_millis(1500),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.0, "queen.lease_time");
+        let e = QueenOptions {
+            url: "127.0.0.1:6632".into(),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.0, "queen.url");
+        let e = QueenOptions {
+            token: Some("a b".into()),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.0, "queen.token");
+    }
+
+    #[test]
+    fn token_never_serialises() {
+        let o = QueenOptions {
+            token: Some("s3cret-token".into()),
+            ..Default::default()
+        };
+        let j = serde_json::to_string(&o).unwrap();
+        assert!(!j.contains("s3cret"), "{j}");
+        assert!(j.contains("\"token\":\"***\""), "{j}");
+    }
+}

@@ -1,0 +1,113 @@
+//! The Queen pipeline through the real `crossbench` binary against a real Queen server
+//! at `CROSSBENCH_QUEEN_URL` (see compose/queen/README.md). Without the variable the
+//! tests skip with a message, also under `CI` (CI cannot provision Queen); with it set,
+//! a server that does not answer fails them.
+#![cfg(feature = "queen")]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/queen-smoke.yaml");
+
+fn queen_url(test: &str) -> Option<String> {
+    match std::env::var("CROSSBENCH_QUEEN_URL") {
+        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
+        _ => {
+            eprintln!(
+                "SKIP {test}: CROSSBENCH_QUEEN_URL is not set (build and start a Queen server, see compose/queen/README.md, then export CROSSBENCH_QUEEN_URL=http://127.0.0.1:6632)"
+            );
+            None
+        }
+    }
+}
+
+fn result(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("result.json")).expect("result.json written");
+    serde_json::from_str(&text).expect("result.json parses")
+}
+
+fn stream_sum(r: &serde_json::Value, field: &str) -> u64 {
+    r["streams"]
+        .as_array()
+        .expect("streams[]")
+        .iter()
+        .map(|s| s[field].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// R = 200, P = 50, 20 s rated, in `mode`: the cell must PASS with no gap, violation or
+/// duplicate, no failed ack, and the token must not reach any file.
+fn pipeline_passes(mode: &str) {
+    let Some(url) = queen_url(&format!("queen_pipeline_{mode}")) else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("cell");
+    let token = "pipeline-test-token-4711";
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .args(["run", SMOKE, "--out"])
+        .arg(&dir)
+        .arg("-q")
+        .args(["--set", &format!("queen.url={url}")])
+        .args(["--set", &format!("queen.mode={mode}")])
+        .args(["--set", &format!("name=queen-smoke-{mode}")])
+        .args([
+            "--set",
+            "rate=200",
+            "--set",
+            "properties=50",
+            "--set",
+            "duration=20s",
+        ])
+        .args(["--set", &format!("queen.token={token}")])
+        .stdout(Stdio::null())
+        .status()
+        .expect("crossbench runs");
+    let r = result(&dir);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit code; verdict: {}",
+        r["verdict"]
+    );
+    assert_eq!(r["outcome"], "PASS", "outcome; verdict: {}", r["verdict"]);
+    let t = &r["verdict"]["totals"];
+    for k in ["gaps", "violations", "dups"] {
+        if let Some(v) = t.get(k) {
+            assert_eq!(v.as_u64(), Some(0), "{k} in {t}");
+        }
+    }
+    assert_eq!(r["system"], "queen");
+    assert_eq!(r["provisioned"]["variant"], mode, "{}", r["provisioned"]);
+    assert_eq!(
+        r["provisioned"]["publishes_per_ingress_event"].as_f64(),
+        Some(2.0),
+        "native fan-out"
+    );
+    let stats = &r["broker_stats"];
+    assert!(
+        stats["queen_messages_pushed"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    assert_eq!(stream_sum(&r, "ack_errors"), 0);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if let Ok(text) = std::fs::read_to_string(&p) {
+            assert!(
+                !text.contains(token),
+                "the token leaked into {}",
+                p.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn queen_pipeline_wildcard_passes() {
+    pipeline_passes("wildcard");
+}
+
+#[test]
+fn queen_pipeline_targeted_passes() {
+    pipeline_passes("targeted");
+}
