@@ -40,7 +40,16 @@ pub fn build(s: &Scenario) -> Result<Arc<dyn Broker>, SystemError> {
         }
         #[cfg(feature = "queen")]
         SystemKind::Queen => {
-            let o = s.queen.clone().unwrap_or_default();
+            let mut o = s.queen.clone().unwrap_or_default();
+            // The stream workload's K (partitions per pop) is Queen's partitions_per_pop.
+            if let Some(k) = s
+                .stream
+                .as_ref()
+                .map(|st| st.consume.pop_partitions)
+                .filter(|k| *k > 1)
+            {
+                o.partitions_per_pop = u32::try_from(k).unwrap_or(u32::MAX);
+            }
             adapters::queen::QueenBroker::new(o)
                 .map(|b| Arc::new(b) as Arc<dyn Broker>)
                 .map_err(|e| SystemError {
