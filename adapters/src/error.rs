@@ -14,6 +14,10 @@ pub enum BrokerError {
     /// The system refused the request (policy, limits, unknown topic...).
     #[error("refused by the system: {0}")]
     Refused(String),
+    /// The system refused the topology setup asked for (e.g. a partition count); `answer`
+    /// is the system's own words. The loader records it as the cell's result.
+    #[error("the system refused {what}: {answer}")]
+    TopologyRefused { what: String, answer: String },
     /// A request timed out; its effect is unknown.
     #[error("timed out: {0}")]
     Timeout(String),
@@ -32,6 +36,7 @@ impl BrokerError {
             BrokerError::Config { .. } => "config",
             BrokerError::Connection(_) => "connection",
             BrokerError::Refused(_) => "refused",
+            BrokerError::TopologyRefused { .. } => "topology_refused",
             BrokerError::Timeout(_) => "timeout",
             BrokerError::UnknownTopic(_) => "unknown_topic",
             BrokerError::Other(_) => "other",

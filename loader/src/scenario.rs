@@ -298,6 +298,9 @@ pub struct Scenario {
     /// RabbitMQ options (system: rabbitmq).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rabbitmq: Option<adapters::rabbitmq::RabbitOptions>,
+    /// Kafka options (system: kafka).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka: Option<adapters::kafka::KafkaOptions>,
 }
 
 fn yes() -> bool {
@@ -508,6 +511,7 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     for (section, present, system) in [
         ("pgmq", s.pgmq.is_some(), SystemKind::Pgmq),
         ("rabbitmq", s.rabbitmq.is_some(), SystemKind::Rabbitmq),
+        ("kafka", s.kafka.is_some(), SystemKind::Kafka),
     ] {
         if present && s.system != system {
             return Err(invalid(
