@@ -359,6 +359,11 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
     while consumer.context().pending_commits() > 0 && Instant::now() < deadline {
         let _ = tokio::time::timeout(Duration::from_millis(100), consumer.recv()).await;
     }
+    // Unprocessed assignment events hold the consumer too: drop them first so the
+    // close below runs on a blocking thread, not on a runtime worker.
+    rx.close();
+    while rx.try_recv().is_ok() {}
+    drop(rx);
     let _ = tokio::task::spawn_blocking(move || {
         consumer.unsubscribe();
         drop(consumer);
