@@ -43,13 +43,14 @@ struct Recorder {
     group: String,
     log: Mutex<HashMap<String, Vec<u64>>>,
     done_at: Mutex<HashMap<String, Instant>>,
+    first_at: Mutex<Option<Instant>>,
     in_flight: Mutex<HashSet<String>>,
     overlaps: AtomicU64,
     processed: AtomicU64,
     redelivered_seen: AtomicU64,
     refuse_once: Mutex<Option<(String, u64)>>,
     refused_batches: AtomicU64,
-    /// Per key-batch sleep of this key (the slow key).
+    /// Per-message sleep of this key (the slow key).
     slow: Option<(String, Duration)>,
 }
 
@@ -63,6 +64,7 @@ impl Recorder {
             group: group.into(),
             log: Mutex::new(HashMap::new()),
             done_at: Mutex::new(HashMap::new()),
+            first_at: Mutex::new(None),
             in_flight: Mutex::new(HashSet::new()),
             overlaps: AtomicU64::new(0),
             processed: AtomicU64::new(0),
@@ -88,6 +90,7 @@ fn seq_of(p: &Bytes) -> u64 {
 impl BatchHandler for Recorder {
     async fn handle(&self, batch: KeyBatch) -> Disposition {
         let key = batch.key.to_string();
+        self.first_at.lock().get_or_insert_with(Instant::now);
         if !self.in_flight.lock().insert(key.clone()) {
             self.overlaps.fetch_add(1, Ordering::Relaxed);
         }
@@ -96,7 +99,7 @@ impl BatchHandler for Recorder {
         self.redelivered_seen
             .fetch_add(redelivered, Ordering::Relaxed);
         let pause = match &self.slow {
-            Some((k, d)) if *k == key => *d,
+            Some((k, d)) if *k == key => *d * batch.messages.len() as u32,
             _ => Duration::from_millis(2),
         };
         tokio::time::sleep(pause).await;
@@ -271,6 +274,8 @@ async fn order_case(
     // A moment for stray duplicates to show up.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let counters = run.finish().await;
+    let stats = broker.counters();
+    println!("{topic}: {stats:?}");
     for (rec, cnt) in recs.iter().zip(&counters) {
         assert_eq!(
             rec.overlaps.load(Ordering::Relaxed),
@@ -364,7 +369,7 @@ fn partition_of(key: &str, partitions: u32) -> u32 {
     (murmur2(key.as_bytes()) & 0x7fff_ffff) % partitions
 }
 
-/// One key is slow (300 ms per key-batch). Keys on the other partitions finish long
+/// One key is slow (100 ms per message). Keys on the other partitions finish long
 /// before it; keys sharing its partition wait behind it. The slow partition is paused
 /// when it backs up and resumed when it drains. Timings are measured and printed; the
 /// assertion is only that the other partitions are not held to the slow key's pace.
@@ -385,7 +390,7 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
     assert!(!other.is_empty(), "no key on another partition");
     let broker = Arc::new(
         KafkaBroker::new(KafkaOptions {
-            partition_buffer: 10,
+            partition_buffer: 40,
             ..options()
         })
         .unwrap(),
@@ -399,25 +404,28 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
         ))
         .await
         .expect("setup");
+    let per_key = 40u64;
+    // The other keys carry a quarter of the slow key's records each.
+    let fast_per_key = per_key / 4;
     let rec = Recorder::new(
         "g",
         None,
-        Some((slow_key.clone(), Duration::from_millis(300))),
+        Some((slow_key.clone(), Duration::from_millis(100))),
     );
-    let run = start(&broker, topic, std::slice::from_ref(&rec), 5);
-    // Seq 0 of every fast key first: the group has joined once they are through.
-    publish_range(&broker, topic, &keys[1..], 0, 1).await;
+    let run = start(&broker, topic, std::slice::from_ref(&rec), 20);
+    // Seq 0 of every key first: once through, the group has joined and settled.
+    publish_range(&broker, topic, &keys, 0, 1).await;
     wait_processed(
         std::slice::from_ref(&rec),
-        keys.len() as u64 - 1,
+        keys.len() as u64,
         Duration::from_secs(60),
     )
     .await;
-    let per_key = 40u64;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let t0 = Instant::now();
-    publish_range(&broker, topic, std::slice::from_ref(&slow_key), 0, per_key).await;
-    publish_range(&broker, topic, &keys[1..], 1, per_key).await;
-    let want = per_key * keys.len() as u64;
+    publish_range(&broker, topic, std::slice::from_ref(&slow_key), 1, per_key).await;
+    publish_range(&broker, topic, &keys[1..], 1, fast_per_key).await;
+    let want = per_key + fast_per_key * (keys.len() as u64 - 1);
     wait_processed(std::slice::from_ref(&rec), want, Duration::from_secs(120)).await;
     let counters = run.finish().await;
     let done = rec.done_at.lock().clone();
@@ -434,13 +442,18 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
         stats["kafka_resumes"]
     );
     assert_eq!(rec.overlaps.load(Ordering::Relaxed), 0);
-    let expect: Vec<u64> = (0..per_key).collect();
     for (k, seqs) in rec.log.lock().iter() {
+        let n = if *k == slow_key {
+            per_key
+        } else {
+            fast_per_key
+        };
+        let expect: Vec<u64> = (0..n).collect();
         assert_eq!(seqs, &expect, "key {k}: order");
     }
-    // 40 records of the slow key in sets of at most 5: at least 8 x 300 ms.
+    // 39 records of the slow key after t0 at 100 ms each.
     assert!(
-        slow >= Duration::from_millis(2400),
+        slow >= Duration::from_millis(3900),
         "slow key took {slow:?}"
     );
     assert!(
@@ -456,9 +469,13 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
     broker.close().await.unwrap();
 }
 
-/// A topology the broker refuses (a replication factor a single broker cannot give)
-/// comes back as `TopologyRefused` carrying the broker's own answer.
+/// A topology the broker refuses (a replication factor a single broker cannot give, or
+/// an illegal topic name) comes back as `TopologyRefused` carrying the broker's own
+/// answer. Ignored by default: tansu 0.6.0 accepts both (replication factor 3 on one
+/// broker and the name "cbt kafka/refused!"), so it cannot be provoked here; run it
+/// against Apache Kafka or Redpanda (compose/kafka/README.md) with `--ignored`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tansu 0.6.0 refuses neither request; needs Apache Kafka or Redpanda"]
 async fn kafka_refused_topology_carries_the_broker_answer() {
     if !kafka_available() {
         return;
@@ -472,12 +489,21 @@ async fn kafka_refused_topology_carries_the_broker_answer() {
     let r = broker
         .setup(&topology("cbt-kafka-refused", &["g"], 4, 4))
         .await;
-    match r {
-        Err(BrokerError::TopologyRefused { what, answer }) => {
-            println!("refused: {what}: {answer}");
-            assert!(what.contains("cbt-kafka-refused"), "{what}");
-            assert!(!answer.is_empty());
-        }
-        other => panic!("expected TopologyRefused, got {other:?}"),
-    }
+    println!(
+        "replication factor 3 on one broker: {:?}",
+        r.as_ref().map(|_| "accepted")
+    );
+    let plain = KafkaBroker::new(options()).unwrap();
+    let r2 = plain
+        .setup(&topology("cbt kafka/refused!", &["g"], 4, 4))
+        .await;
+    println!("illegal topic name: {:?}", r2.as_ref().map(|_| "accepted"));
+    let refused = [r, r2].into_iter().find_map(|r| match r {
+        Err(BrokerError::TopologyRefused { what, answer }) => Some((what, answer)),
+        _ => None,
+    });
+    let (what, answer) = refused.expect("the broker refused neither request");
+    println!("refused: {what}: {answer}");
+    assert!(what.contains("refused"), "{what}");
+    assert!(!answer.is_empty());
 }

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::stream_consumer::StreamPartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance, StreamConsumer};
-use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::error::KafkaError;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -47,39 +47,18 @@ enum Event {
     },
 }
 
-/// The member's librdkafka context: rebalance and commit callbacks.
+/// The member's librdkafka context: the rebalance callback and client errors.
 pub(super) struct MemberCtx {
     me: OnceLock<Weak<Consumer>>,
     topic: String,
     events: mpsc::UnboundedSender<Event>,
     parts: Mutex<HashMap<i32, Arc<PartitionCtl>>>,
-    /// Commits in flight: (partition, offset) → records they cover.
-    commits: Mutex<HashMap<(i32, i64), u64>>,
     stop: CancellationToken,
     stats: Arc<Stats>,
-    counters: Arc<StreamCounters>,
     fatal: AtomicBool,
 }
 
 impl MemberCtx {
-    pub fn expect_commit(&self, partition: i32, offset: i64, n: u64) {
-        *self.commits.lock().entry((partition, offset)).or_default() += n;
-    }
-
-    pub fn commit_failed_locally(&self, partition: i32, offset: i64) {
-        let n = self
-            .commits
-            .lock()
-            .remove(&(partition, offset))
-            .unwrap_or(0);
-        add(&self.stats.commit_request_errors, 1);
-        StreamCounters::add(&self.counters.ack_errors, n);
-    }
-
-    fn pending_commits(&self) -> usize {
-        self.commits.lock().len()
-    }
-
     fn revoke(&self, tpl: &TopicPartitionList) {
         let mut busy = Vec::new();
         for e in tpl.elements_for_topic(&self.topic) {
@@ -166,23 +145,6 @@ impl ConsumerContext for MemberCtx {
             Rebalance::Assign(tpl) => self.assign(tpl),
             Rebalance::Revoke(tpl) => self.revoke(tpl),
             Rebalance::Error(_) => self.stats.error_class("rebalance"),
-        }
-    }
-
-    fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
-        for e in offsets.elements_for_topic(&self.topic) {
-            let Offset::Offset(o) = e.offset() else {
-                continue;
-            };
-            let n = self.commits.lock().remove(&(e.partition(), o)).unwrap_or(0);
-            if result.is_ok() && e.error().is_ok() {
-                add(&self.stats.offset_commits, 1);
-                add(&self.stats.acked, n);
-                StreamCounters::add(&self.counters.acked, n);
-            } else {
-                add(&self.stats.offset_commit_errors, 1);
-                StreamCounters::add(&self.counters.ack_errors, n);
-            }
         }
     }
 }
@@ -272,10 +234,8 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
         topic: spec.topic.to_string(),
         events: tx,
         parts: Mutex::new(HashMap::new()),
-        commits: Mutex::new(HashMap::new()),
         stop: inst_stop.clone(),
         stats: spec.stats.clone(),
-        counters: spec.counters.clone(),
         fatal: AtomicBool::new(false),
     };
     let client_id = format!("crossbench-{}-{}", spec.group_id, spec.index);
@@ -351,14 +311,10 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
             },
         }
     }
-    // Stop the partition tasks (they finish their current set), serve the callbacks of
-    // commits still in flight, then close the consumer off the runtime threads.
+    // Stop the partition tasks (they finish their current set and its commit), then
+    // close the consumer off the runtime threads.
     inst_stop.cancel();
     while tasks.join_next().await.is_some() {}
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while consumer.context().pending_commits() > 0 && Instant::now() < deadline {
-        let _ = tokio::time::timeout(Duration::from_millis(100), consumer.recv()).await;
-    }
     // Unprocessed assignment events hold the consumer too: drop them first so the
     // close below runs on a blocking thread, not on a runtime worker.
     rx.close();

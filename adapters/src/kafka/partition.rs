@@ -13,8 +13,8 @@
 //!   (`pause`), and resumed once the buffer is down to half. A slow key therefore holds
 //!   back its own partition and nothing else.
 //! * **Manual per-partition commits.** After a set, the offset after its last record is
-//!   committed for this partition only (asynchronous commit; the result is counted in
-//!   the member's commit callback).
+//!   committed for this partition only (a synchronous commit on a blocking thread, so
+//!   its result is counted exactly: acked or ack error).
 //! * **Refusal → replay.** When a key-batch is refused, the offsets below the first
 //!   refused record are committed, the partition is `seek`ed back to that record and the
 //!   buffer dropped; records of accepted key-batches after it are remembered and
@@ -34,7 +34,7 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
-use super::member::{Consumer, MemberCtx, PartitionQueue};
+use super::member::{Consumer, PartitionQueue};
 use super::stats::{add, Stats};
 use crate::broker::{BatchHandler, Delivery, Disposition, KeyBatch, StreamCounters};
 
@@ -141,10 +141,6 @@ struct Run {
 }
 
 impl Run {
-    fn ctx(&self) -> &MemberCtx {
-        self.job.consumer.context()
-    }
-
     fn tpl(&self) -> TopicPartitionList {
         let mut t = TopicPartitionList::new();
         t.add_partition(&self.job.topic, self.job.partition);
@@ -203,8 +199,8 @@ impl Run {
     }
 
     /// Commit `next` (the offset of the next record to read) for this partition,
-    /// covering `n` records.
-    fn commit(&mut self, next: i64, n: u64) {
+    /// covering `n` records, and wait for the broker's answer (on a blocking thread).
+    async fn commit(&mut self, next: i64, n: u64) {
         let n = n + std::mem::take(&mut self.skipped_uncommitted);
         let mut t = TopicPartitionList::new();
         if t.add_partition_offset(&self.job.topic, self.job.partition, Offset::Offset(next))
@@ -212,9 +208,18 @@ impl Run {
         {
             return;
         }
-        self.ctx().expect_commit(self.job.partition, next, n);
-        if self.job.consumer.commit(&t, CommitMode::Async).is_err() {
-            self.ctx().commit_failed_locally(self.job.partition, next);
+        let c = self.job.consumer.clone();
+        let r = tokio::task::spawn_blocking(move || c.commit(&t, CommitMode::Sync)).await;
+        match r {
+            Ok(Ok(())) => {
+                add(&self.job.stats.offset_commits, 1);
+                add(&self.job.stats.acked, n);
+                StreamCounters::add(&self.job.counters.acked, n);
+            }
+            _ => {
+                add(&self.job.stats.offset_commit_errors, 1);
+                StreamCounters::add(&self.job.counters.ack_errors, n);
+            }
         }
     }
 
@@ -303,7 +308,7 @@ impl Run {
             .collect();
         let total: u64 = groups.iter().map(|g| g.1.len() as u64).sum();
         if refused.is_empty() {
-            self.commit(last + 1, total);
+            self.commit(last + 1, total).await;
             return;
         }
         // Replay from the first refused record.
@@ -329,7 +334,7 @@ impl Run {
             }
         }
         if replay_from > first {
-            self.commit(replay_from, below);
+            self.commit(replay_from, below).await;
         }
         self.buf.clear();
         match self.job.consumer.seek(
