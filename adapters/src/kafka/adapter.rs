@@ -185,10 +185,13 @@ impl KafkaBroker {
             names.len(),
             topology.keys
         ));
+        let buffer = match self.opts.partition_buffer {
+            0 => "4 x batch".to_string(),
+            n => n.to_string(),
+        };
         notes.push(format!(
-            "consume: {members} members per stream (cooperative-sticky, subscribed together), per-partition dispatch: one queue and task per assigned partition, sets of up to batch records grouped by key, the partition paused at {} buffered records and resumed at half, per-partition async commits after each set, a refused key-batch replayed by seek",
-            self.opts.pause_at(100)
-        ).replace("at 400 buffered", "at partition_buffer (auto: 4 x batch) buffered"));
+            "consume: {members} members per stream (cooperative-sticky, subscribed together), per-partition dispatch: one queue and task per assigned partition, sets of up to batch records grouped by key, the partition paused at {buffer} buffered records and resumed at half, a synchronous per-partition commit after each set, a refused key-batch replayed by seek"
+        ));
         notes.push(format!(
             "producer: idempotent, acks=all, linger {:?}, batch.num.messages {}, batch.size {}",
             self.opts.linger, self.opts.batch_messages, self.opts.batch_bytes
