@@ -5,6 +5,7 @@
 
 pub mod broker;
 pub mod error;
+pub mod kafka;
 pub mod lanes;
 pub mod mem;
 pub mod pgmq;

@@ -319,6 +319,9 @@ pub struct Scenario {
     /// Queen options (system: queen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queen: Option<adapters::queen::QueenOptions>,
+    /// Kafka options (system: kafka).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka: Option<adapters::kafka::KafkaOptions>,
 }
 
 fn yes() -> bool {
@@ -576,6 +579,7 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         ("pgmq", s.pgmq.is_some(), SystemKind::Pgmq),
         ("rabbitmq", s.rabbitmq.is_some(), SystemKind::Rabbitmq),
         ("queen", s.queen.is_some(), SystemKind::Queen),
+        ("kafka", s.kafka.is_some(), SystemKind::Kafka),
     ] {
         if present && s.system != system {
             return Err(invalid(

@@ -57,6 +57,16 @@ pub fn build(s: &Scenario) -> Result<Arc<dyn Broker>, SystemError> {
                     message: e.to_string(),
                 })
         }
+        #[cfg(feature = "kafka")]
+        SystemKind::Kafka => {
+            let o = s.kafka.clone().unwrap_or_default();
+            adapters::kafka::KafkaBroker::new(o)
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(|e| SystemError {
+                    system: "kafka".into(),
+                    message: e.to_string(),
+                })
+        }
         #[allow(unreachable_patterns)]
         other => Err(SystemError {
             system: other.name().into(),
@@ -86,7 +96,15 @@ pub fn default_sample_targets(s: &Scenario) -> Vec<(String, String)> {
             ]
         }
         SystemKind::Rabbitmq => vec![("rabbitmq".into(), "proc:beam.smp".into())],
-        SystemKind::Kafka => vec![("kafka".into(), "proc:tansu".into())],
+        SystemKind::Kafka => {
+            // The broker process named by kafka.process (tansu, java, redpanda).
+            let process = s.kafka.clone().unwrap_or_default().process;
+            if process.is_empty() {
+                vec![]
+            } else {
+                vec![("kafka".into(), format!("proc:{process}"))]
+            }
+        }
         SystemKind::Queen => vec![
             // The server binary is `queen-server` (a bare `queen` would also match
             // postgres backends of a database named queen).

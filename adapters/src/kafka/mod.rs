@@ -1,0 +1,27 @@
+//! Kafka adapter (rdkafka over the bundled librdkafka), for Apache Kafka, Redpanda and
+//! Kafka-protocol brokers such as tansu. Options are always compiled so scenario
+//! files parse in every build; the adapter itself needs the `kafka` feature.
+//!
+//! One concept per file: [`options`] (scenario section), `topics` (admin: create,
+//! delete, wait by metadata), `producer` (keyed idempotent publish), `member` (one
+//! consumer-group member: rebalances, partition queues, recovery), `partition` (the
+//! per-partition dispatch: ordered key-batches, pause/resume, commits, replay),
+//! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
+
+pub mod options;
+pub use options::KafkaOptions;
+
+#[cfg(feature = "kafka")]
+mod adapter;
+#[cfg(feature = "kafka")]
+mod member;
+#[cfg(feature = "kafka")]
+mod partition;
+#[cfg(feature = "kafka")]
+mod producer;
+#[cfg(feature = "kafka")]
+mod stats;
+#[cfg(feature = "kafka")]
+mod topics;
+#[cfg(feature = "kafka")]
+pub use adapter::KafkaBroker;

@@ -1,0 +1,192 @@
+//! Scenario section `kafka`.
+//!
+//! The partition count per topic is the scenario's `lanes` (0 = one partition per
+//! property); the durability tier is the scenario's `durability` (`default` or
+//! `fsync`). Everything else Kafka-specific lives here.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaOptions {
+    /// `bootstrap.servers`: comma-separated `host:port` list.
+    pub bootstrap_servers: String,
+    /// Consumer-group members per stage (separate clients, started together).
+    pub members: usize,
+    /// Producer `linger.ms`.
+    #[serde(with = "dur_text")]
+    pub linger: Duration,
+    /// Producer `batch.num.messages`: records per produce batch (per partition).
+    pub batch_messages: usize,
+    /// Producer `batch.size`: bytes per produce batch (per partition).
+    pub batch_bytes: usize,
+    /// Consumer `fetch.wait.max.ms`: how long the broker may hold a fetch for data.
+    #[serde(with = "dur_text")]
+    pub fetch_wait_max: Duration,
+    /// Records a partition may buffer in the adapter before it is paused (resumed at
+    /// half). 0 = auto = 4 x the scenario's `batch`.
+    pub partition_buffer: usize,
+    /// Consumer `session.timeout.ms` (about 6 s suits tansu; Kafka's default is 45 s).
+    #[serde(with = "dur_text")]
+    pub session_timeout: Duration,
+    /// Replication factor of the topics the adapter creates.
+    pub replication_factor: i32,
+    /// Topic `retention.ms`.
+    #[serde(with = "dur_text")]
+    pub retention: Duration,
+    /// How long setup waits for topic deletion / creation to show in metadata.
+    #[serde(with = "dur_text")]
+    pub setup_timeout: Duration,
+    /// Process name of the broker on this host, the default sampler target
+    /// (`proc:<name>`): `tansu`, `java` for Apache Kafka, `redpanda`. Empty = none.
+    pub process: String,
+    /// The broker's data directory on this host; its size is recorded at setup and
+    /// at the end of the run (`kafka_log_dir_bytes_*`). Empty = not measured.
+    pub log_dir: String,
+}
+
+impl Default for KafkaOptions {
+    fn default() -> Self {
+        KafkaOptions {
+            bootstrap_servers: "127.0.0.1:9092".into(),
+            members: 4,
+            linger: Duration::from_millis(5),
+            batch_messages: 10_000,
+            batch_bytes: 1_000_000,
+            fetch_wait_max: Duration::from_millis(50),
+            partition_buffer: 0,
+            session_timeout: Duration::from_secs(6),
+            replication_factor: 1,
+            retention: Duration::from_secs(3600),
+            setup_timeout: Duration::from_secs(60),
+            process: "tansu".into(),
+            log_dir: "/var/lib/crossbench/tansu".into(),
+        }
+    }
+}
+
+impl KafkaOptions {
+    /// Buffered records at which a partition is paused, for key-batches of `batch`.
+    pub fn pause_at(&self, batch: usize) -> usize {
+        if self.partition_buffer == 0 {
+            batch.max(1) * 4
+        } else {
+            self.partition_buffer
+        }
+    }
+
+    /// The first option that is out of range, as (field, message).
+    pub fn invalid(&self) -> Option<(&'static str, String)> {
+        let ms = |d: &Duration| d.as_millis();
+        if self.bootstrap_servers.trim().is_empty() {
+            return Some((
+                "bootstrap_servers",
+                "must name at least one host:port".into(),
+            ));
+        }
+        if !(1..=64).contains(&self.members) {
+            return Some(("members", "must be between 1 and 64".into()));
+        }
+        if ms(&self.linger) > 5_000 {
+            return Some(("linger", "must be at most 5s".into()));
+        }
+        if !(1..=1_000_000).contains(&self.batch_messages) {
+            return Some(("batch_messages", "must be between 1 and 1000000".into()));
+        }
+        if !(1..=i32::MAX as usize).contains(&self.batch_bytes) {
+            return Some(("batch_bytes", "must be between 1 and 2147483647".into()));
+        }
+        if ms(&self.fetch_wait_max) > 10_000 {
+            return Some(("fetch_wait_max", "must be at most 10s".into()));
+        }
+        if self.partition_buffer > 1_000_000 {
+            return Some((
+                "partition_buffer",
+                "must be at most 1000000 (0 = auto)".into(),
+            ));
+        }
+        if !(1_000..=300_000).contains(&ms(&self.session_timeout)) {
+            return Some(("session_timeout", "must be between 1s and 300s".into()));
+        }
+        if !(1..=16).contains(&self.replication_factor) {
+            return Some(("replication_factor", "must be between 1 and 16".into()));
+        }
+        if self.retention < Duration::from_secs(60) {
+            return Some(("retention", "must be at least 60s".into()));
+        }
+        if !(1_000..=600_000).contains(&ms(&self.setup_timeout)) {
+            return Some(("setup_timeout", "must be between 1s and 600s".into()));
+        }
+        if self.process.contains(char::is_whitespace) {
+            return Some((
+                "process",
+                "must be a process name without whitespace".into(),
+            ));
+        }
+        None
+    }
+}
+
+/// `Duration` as text ("10ms", "2s"), parsed like every other duration of a scenario.
+mod dur_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        let ms = d.as_millis();
+        if Duration::from_millis(ms as u64) == *d {
+            s.serialize_str(&format!("{ms}ms"))
+        } else {
+            s.serialize_str(&format!("{}us", d.as_micros()))
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::S(text) => crate::mem::parse_duration(&text).map_err(serde::de::Error::custom),
+            Raw::N(n) if n.is_finite() && n >= 0.0 => Ok(Duration::from_secs_f64(n)),
+            Raw::N(n) => Err(serde::de::Error::custom(format!("{n} is not a duration"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_and_unknown_fields_are_refused() {
+        let o: KafkaOptions =
+            serde_json::from_str(r#"{"members":2,"linger":"1ms","session_timeout":"6s"}"#).unwrap();
+        assert_eq!(o.members, 2);
+        assert_eq!(o.linger, Duration::from_millis(1));
+        assert_eq!(o.bootstrap_servers, "127.0.0.1:9092");
+        assert_eq!(o.pause_at(100), 400);
+        assert!(o.invalid().is_none());
+        assert!(serde_json::from_str::<KafkaOptions>(r#"{"partitions":3}"#).is_err());
+        let back = serde_json::to_string(&KafkaOptions::default()).unwrap();
+        assert!(back.contains("\"linger\":\"5ms\""), "{back}");
+    }
+
+    #[test]
+    fn out_of_range_options_name_their_field() {
+        let o = KafkaOptions {
+            members: 0,
+            ..Default::default()
+        };
+        assert_eq!(o.invalid().unwrap().0, "members");
+        let o = KafkaOptions {
+            session_timeout: Duration::from_millis(10),
+            ..Default::default()
+        };
+        assert_eq!(o.invalid().unwrap().0, "session_timeout");
+    }
+}

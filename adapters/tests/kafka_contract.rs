@@ -1,0 +1,509 @@
+//! Kafka adapter against a real Kafka-protocol broker: per-key order across two
+//! groups, a refused batch is replayed, a slow key holds back only its own partition
+//! (measured), and a topology the broker refuses comes back with the broker's answer.
+//!
+//! Needs a broker on 127.0.0.1:9092 (scripts/provision/tansu.sh). When it is not
+//! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
+#![cfg(feature = "kafka")]
+
+use std::collections::{HashMap, HashSet};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adapters::kafka::{KafkaBroker, KafkaOptions};
+use adapters::{
+    BatchHandler, Broker, BrokerError, ConsumeOptions, Disposition, Durability, KeyBatch,
+    StreamCounters, TopicSpec, Topology,
+};
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// One test at a time: they share the broker and the 2 cores.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn kafka_available() -> bool {
+    let addr: SocketAddr = "127.0.0.1:9092".parse().unwrap();
+    if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("no Kafka-protocol broker at 127.0.0.1:9092 and CI is set (run scripts/provision/tansu.sh)");
+    }
+    println!("SKIP: no Kafka-protocol broker at 127.0.0.1:9092 (run scripts/provision/tansu.sh)");
+    false
+}
+
+/// Records what a group processed per key, when, and whether a key was ever in two
+/// handler calls at once.
+struct Recorder {
+    group: String,
+    log: Mutex<HashMap<String, Vec<u64>>>,
+    done_at: Mutex<HashMap<String, Instant>>,
+    first_at: Mutex<Option<Instant>>,
+    in_flight: Mutex<HashSet<String>>,
+    overlaps: AtomicU64,
+    processed: AtomicU64,
+    redelivered_seen: AtomicU64,
+    refuse_once: Mutex<Option<(String, u64)>>,
+    refused_batches: AtomicU64,
+    /// Per-message sleep of this key (the slow key).
+    slow: Option<(String, Duration)>,
+}
+
+impl Recorder {
+    fn new(
+        group: &str,
+        refuse: Option<(String, u64)>,
+        slow: Option<(String, Duration)>,
+    ) -> Arc<Self> {
+        Arc::new(Recorder {
+            group: group.into(),
+            log: Mutex::new(HashMap::new()),
+            done_at: Mutex::new(HashMap::new()),
+            first_at: Mutex::new(None),
+            in_flight: Mutex::new(HashSet::new()),
+            overlaps: AtomicU64::new(0),
+            processed: AtomicU64::new(0),
+            redelivered_seen: AtomicU64::new(0),
+            refuse_once: Mutex::new(refuse),
+            refused_batches: AtomicU64::new(0),
+            slow,
+        })
+    }
+}
+
+fn seq_of(p: &Bytes) -> u64 {
+    std::str::from_utf8(p)
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[async_trait]
+impl BatchHandler for Recorder {
+    async fn handle(&self, batch: KeyBatch) -> Disposition {
+        let key = batch.key.to_string();
+        self.first_at.lock().get_or_insert_with(Instant::now);
+        if !self.in_flight.lock().insert(key.clone()) {
+            self.overlaps.fetch_add(1, Ordering::Relaxed);
+        }
+        let seqs: Vec<u64> = batch.messages.iter().map(|m| seq_of(&m.payload)).collect();
+        let redelivered = batch.messages.iter().filter(|m| m.redelivered).count() as u64;
+        self.redelivered_seen
+            .fetch_add(redelivered, Ordering::Relaxed);
+        let pause = match &self.slow {
+            Some((k, d)) if *k == key => *d * batch.messages.len() as u32,
+            _ => Duration::from_millis(2),
+        };
+        tokio::time::sleep(pause).await;
+        let refuse = {
+            let mut r = self.refuse_once.lock();
+            match &*r {
+                Some((k, s)) if *k == key && seqs.contains(s) => {
+                    *r = None;
+                    true
+                }
+                _ => false,
+            }
+        };
+        self.in_flight.lock().remove(&key);
+        if refuse {
+            self.refused_batches.fetch_add(1, Ordering::Relaxed);
+            return Disposition::Refuse;
+        }
+        self.log
+            .lock()
+            .entry(key.clone())
+            .or_default()
+            .extend(&seqs);
+        self.done_at.lock().insert(key, Instant::now());
+        self.processed
+            .fetch_add(seqs.len() as u64, Ordering::Relaxed);
+        Disposition::Ack
+    }
+}
+
+fn options() -> KafkaOptions {
+    KafkaOptions {
+        members: 2,
+        linger: Duration::from_millis(1),
+        log_dir: String::new(),
+        ..Default::default()
+    }
+}
+
+fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64) -> Topology {
+    Topology {
+        topics: vec![TopicSpec {
+            name: topic.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }],
+        keys,
+        lanes,
+        durability: Durability::Default,
+        dedup_window_sec: 0,
+        reset: true,
+    }
+}
+
+struct Running {
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<Result<(), BrokerError>>>,
+    counters: Vec<Arc<StreamCounters>>,
+}
+
+fn start(broker: &Arc<KafkaBroker>, topic: &str, recs: &[Arc<Recorder>], batch: usize) -> Running {
+    let stop = CancellationToken::new();
+    let mut tasks = Vec::new();
+    let mut counters = Vec::new();
+    for rec in recs {
+        let cnt = Arc::new(StreamCounters::default());
+        counters.push(cnt.clone());
+        let b = broker.clone();
+        let h: Arc<dyn BatchHandler> = rec.clone();
+        let opts = ConsumeOptions {
+            batch,
+            lanes: 64,
+            counters: cnt,
+        };
+        let (t, g, s) = (topic.to_string(), rec.group.clone(), stop.clone());
+        tasks.push(tokio::spawn(
+            async move { b.consume(&t, &g, opts, h, s).await },
+        ));
+    }
+    Running {
+        stop,
+        tasks,
+        counters,
+    }
+}
+
+impl Running {
+    async fn finish(self) -> Vec<Arc<StreamCounters>> {
+        self.stop.cancel();
+        for t in self.tasks {
+            tokio::time::timeout(Duration::from_secs(60), t)
+                .await
+                .expect("consumers stop")
+                .unwrap()
+                .expect("consume");
+        }
+        self.counters
+    }
+}
+
+/// Publish seqs `from..to` of every key, each key from its own task, some calls with
+/// 3 payloads.
+async fn publish_range(
+    broker: &Arc<KafkaBroker>,
+    topic: &str,
+    keys: &[String],
+    from: u64,
+    to: u64,
+) {
+    let mut pubs = Vec::new();
+    for key in keys {
+        let b = broker.clone();
+        let t = topic.to_string();
+        let key = key.clone();
+        pubs.push(tokio::spawn(async move {
+            let mut seq = from;
+            while seq < to {
+                let n = if seq.is_multiple_of(4) {
+                    3.min(to - seq)
+                } else {
+                    1
+                };
+                let payloads: Vec<Bytes> = (seq..seq + n)
+                    .map(|s| Bytes::from(format!("{key}:{s}")))
+                    .collect();
+                b.publish(&t, &key, &payloads).await.expect("publish");
+                seq += n;
+            }
+        }));
+    }
+    for p in pubs {
+        p.await.unwrap();
+    }
+}
+
+async fn wait_processed(recs: &[Arc<Recorder>], want: u64, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while recs
+        .iter()
+        .any(|r| r.processed.load(Ordering::Relaxed) < want)
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn order_case(
+    topic: &str,
+    keys: u64,
+    lanes: u64,
+    per_key: u64,
+    refuse: Option<(String, u64)>,
+) {
+    let _serial = SERIAL.lock().await;
+    let broker = Arc::new(KafkaBroker::new(options()).unwrap());
+    let d = broker
+        .setup(&topology(topic, &["g1", "g2"], keys, lanes))
+        .await
+        .expect("setup");
+    assert_eq!(d.system, "kafka");
+    assert_eq!(d.durability, Durability::Default);
+    assert_eq!(d.ordered_lanes, lanes);
+    assert_eq!(d.consumer_members, 4);
+    let recs = [
+        Recorder::new("g1", refuse.clone(), None),
+        Recorder::new("g2", None, None),
+    ];
+    let run = start(&broker, topic, &recs, 10);
+    let names: Vec<String> = (0..keys).map(|k| format!("p{k}")).collect();
+    publish_range(&broker, topic, &names, 0, per_key).await;
+    let want = keys * per_key;
+    wait_processed(&recs, want, Duration::from_secs(90)).await;
+    // A moment for stray duplicates to show up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let counters = run.finish().await;
+    let stats = broker.counters();
+    println!("{topic}: {stats:?}");
+    for (rec, cnt) in recs.iter().zip(&counters) {
+        assert_eq!(
+            rec.overlaps.load(Ordering::Relaxed),
+            0,
+            "{}: a key was in two handlers",
+            rec.group
+        );
+        let log = rec.log.lock();
+        assert_eq!(log.len() as u64, keys, "{}: keys seen", rec.group);
+        let expect: Vec<u64> = (0..per_key).collect();
+        for (k, seqs) in log.iter() {
+            assert_eq!(seqs, &expect, "{} key {k}: processed order", rec.group);
+        }
+        assert_eq!(StreamCounters::get(&cnt.ack_errors), 0, "{}", rec.group);
+        assert_eq!(
+            StreamCounters::get(&cnt.acked),
+            want,
+            "{}: acked",
+            rec.group
+        );
+    }
+    let stats = broker.counters();
+    assert_eq!(stats["kafka_published"], want);
+    assert_eq!(stats["kafka_partitions_per_topic"], lanes);
+    assert_eq!(stats["kafka_stray_records"], 0, "{stats:?}");
+    if refuse.is_some() {
+        let r = &recs[0];
+        assert_eq!(r.refused_batches.load(Ordering::Relaxed), 1);
+        assert!(
+            r.redelivered_seen.load(Ordering::Relaxed) >= 1,
+            "the refused batch came back flagged redelivered"
+        );
+        assert!(StreamCounters::get(&counters[0].refused) >= 1);
+        assert!(stats["kafka_replay_seeks"] >= 1, "{stats:?}");
+    }
+    broker.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_order_per_key_across_two_groups() {
+    if !kafka_available() {
+        return;
+    }
+    order_case("cbt-kafka-order", 20, 8, 40, None).await;
+}
+
+/// A refused key-batch comes back (flagged redelivered), later messages of the same
+/// key are not processed before it, and nothing accepted is processed twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_refused_batch_is_replayed() {
+    if !kafka_available() {
+        return;
+    }
+    order_case("cbt-kafka-refuse", 6, 2, 60, Some(("p1".into(), 20))).await;
+}
+
+/// Java-compatible murmur2 (Kafka's `Utils.murmur2`), only to *choose* test keys on
+/// known partitions; the adapter itself leaves placement to librdkafka.
+fn murmur2(data: &[u8]) -> u32 {
+    let seed: u32 = 0x9747_b28c;
+    let m: u32 = 0x5bd1_e995;
+    let len = data.len();
+    let mut h: u32 = seed ^ (len as u32);
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(m);
+        k ^= k >> 24;
+        k = k.wrapping_mul(m);
+        h = h.wrapping_mul(m);
+        h ^= k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() >= 3 {
+        h ^= u32::from(rest[2]) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= u32::from(rest[1]) << 8;
+    }
+    if !rest.is_empty() {
+        h ^= u32::from(rest[0]);
+        h = h.wrapping_mul(m);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(m);
+    h ^= h >> 15;
+    h
+}
+
+fn partition_of(key: &str, partitions: u32) -> u32 {
+    (murmur2(key.as_bytes()) & 0x7fff_ffff) % partitions
+}
+
+/// One key is slow (100 ms per message). Keys on the other partitions finish long
+/// before it; keys sharing its partition wait behind it. The slow partition is paused
+/// when it backs up and resumed when it drains. Timings are measured and printed; the
+/// assertion is only that the other partitions are not held to the slow key's pace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_slow_key_holds_back_only_its_partition() {
+    if !kafka_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let topic = "cbt-kafka-slow";
+    let partitions = 4u32;
+    let slow_key = "p0".to_string();
+    let slow_p = partition_of(&slow_key, partitions);
+    let keys: Vec<String> = (0..24).map(|k| format!("p{k}")).collect();
+    let (same, other): (Vec<&String>, Vec<&String>) = keys[1..]
+        .iter()
+        .partition(|k| partition_of(k, partitions) == slow_p);
+    assert!(!other.is_empty(), "no key on another partition");
+    let broker = Arc::new(
+        KafkaBroker::new(KafkaOptions {
+            partition_buffer: 40,
+            ..options()
+        })
+        .unwrap(),
+    );
+    broker
+        .setup(&topology(
+            topic,
+            &["g"],
+            keys.len() as u64,
+            u64::from(partitions),
+        ))
+        .await
+        .expect("setup");
+    let per_key = 40u64;
+    // The other keys carry a quarter of the slow key's records each.
+    let fast_per_key = per_key / 4;
+    let rec = Recorder::new(
+        "g",
+        None,
+        Some((slow_key.clone(), Duration::from_millis(100))),
+    );
+    let run = start(&broker, topic, std::slice::from_ref(&rec), 20);
+    // Seq 0 of every key first: once through, the group has joined and settled.
+    publish_range(&broker, topic, &keys, 0, 1).await;
+    wait_processed(
+        std::slice::from_ref(&rec),
+        keys.len() as u64,
+        Duration::from_secs(60),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let t0 = Instant::now();
+    publish_range(&broker, topic, std::slice::from_ref(&slow_key), 1, per_key).await;
+    publish_range(&broker, topic, &keys[1..], 1, fast_per_key).await;
+    let want = per_key + fast_per_key * (keys.len() as u64 - 1);
+    wait_processed(std::slice::from_ref(&rec), want, Duration::from_secs(120)).await;
+    let counters = run.finish().await;
+    let done = rec.done_at.lock().clone();
+    let at = |k: &String| done.get(k).map(|t| t.duration_since(t0)).expect("key done");
+    let slow = at(&slow_key);
+    let other_max = other.iter().map(|k| at(k)).max().unwrap();
+    let same_max = same.iter().map(|k| at(k)).max();
+    let stats = broker.counters();
+    println!(
+        "slow key {slow_key} on partition {slow_p}: done after {slow:?}; {} keys on other partitions: all done after {other_max:?}; {} keys on its partition: all done after {same_max:?}; pauses {} resumes {}",
+        other.len(),
+        same.len(),
+        stats["kafka_pauses"],
+        stats["kafka_resumes"]
+    );
+    assert_eq!(rec.overlaps.load(Ordering::Relaxed), 0);
+    for (k, seqs) in rec.log.lock().iter() {
+        let n = if *k == slow_key {
+            per_key
+        } else {
+            fast_per_key
+        };
+        let expect: Vec<u64> = (0..n).collect();
+        assert_eq!(seqs, &expect, "key {k}: order");
+    }
+    // 39 records of the slow key after t0 at 100 ms each.
+    assert!(
+        slow >= Duration::from_millis(3900),
+        "slow key took {slow:?}"
+    );
+    assert!(
+        other_max * 2 < slow,
+        "keys on other partitions were held back: {other_max:?} vs slow key {slow:?}"
+    );
+    assert!(
+        stats["kafka_pauses"] >= 1,
+        "the slow partition was never paused: {stats:?}"
+    );
+    assert!(stats["kafka_resumes"] >= 1, "{stats:?}");
+    assert_eq!(StreamCounters::get(&counters[0].ack_errors), 0);
+    broker.close().await.unwrap();
+}
+
+/// A topology the broker refuses (a replication factor a single broker cannot give, or
+/// an illegal topic name) comes back as `TopologyRefused` carrying the broker's own
+/// answer. Ignored by default: tansu 0.6.0 accepts both (replication factor 3 on one
+/// broker and the name "cbt kafka/refused!"), so it cannot be provoked here; run it
+/// against Apache Kafka or Redpanda (compose/kafka/README.md) with `--ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tansu 0.6.0 refuses neither request; needs Apache Kafka or Redpanda"]
+async fn kafka_refused_topology_carries_the_broker_answer() {
+    if !kafka_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let broker = KafkaBroker::new(KafkaOptions {
+        replication_factor: 3,
+        ..options()
+    })
+    .unwrap();
+    let r = broker
+        .setup(&topology("cbt-kafka-refused", &["g"], 4, 4))
+        .await;
+    println!(
+        "replication factor 3 on one broker: {:?}",
+        r.as_ref().map(|_| "accepted")
+    );
+    let plain = KafkaBroker::new(options()).unwrap();
+    let r2 = plain
+        .setup(&topology("cbt kafka/refused!", &["g"], 4, 4))
+        .await;
+    println!("illegal topic name: {:?}", r2.as_ref().map(|_| "accepted"));
+    let refused = [r, r2].into_iter().find_map(|r| match r {
+        Err(BrokerError::TopologyRefused { what, answer }) => Some((what, answer)),
+        _ => None,
+    });
+    let (what, answer) = refused.expect("the broker refused neither request");
+    println!("refused: {what}: {answer}");
+    assert!(what.contains("refused"), "{what}");
+    assert!(!answer.is_empty());
+}

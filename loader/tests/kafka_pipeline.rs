@@ -1,0 +1,109 @@
+//! The twelve-stream pipeline on a real Kafka-protocol broker through the real binary:
+//! the smoke cell (R = 200, P = 50, 20 s) ends PASS in both durability tiers.
+//!
+//! Needs a broker on 127.0.0.1:9092 (scripts/provision/tansu.sh). When it is not
+//! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
+#![cfg(feature = "kafka")]
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/kafka-smoke.yaml");
+
+/// One cell at a time: they share the broker and the 2 cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn kafka_available() -> bool {
+    let addr: SocketAddr = "127.0.0.1:9092".parse().unwrap();
+    if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("no Kafka-protocol broker at 127.0.0.1:9092 and CI is set (run scripts/provision/tansu.sh)");
+    }
+    println!("SKIP: no Kafka-protocol broker at 127.0.0.1:9092 (run scripts/provision/tansu.sh)");
+    false
+}
+
+fn result(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("result.json")).expect("result.json");
+    serde_json::from_str(&text).expect("result.json parses")
+}
+
+fn summary(r: &serde_json::Value) -> String {
+    format!(
+        "outcome={} verdict={} warnings={} void={} broker_stats={}",
+        r["outcome"], r["verdict"], r["warnings"], r["void"], r["broker_stats"]
+    )
+}
+
+fn stream_sum(r: &serde_json::Value, field: &str) -> u64 {
+    r["streams"]
+        .as_array()
+        .expect("streams[]")
+        .iter()
+        .map(|s| s[field].as_u64().unwrap_or(0))
+        .sum()
+}
+
+fn run_cell(tier: &str) {
+    if !kafka_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cell");
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .args(["run", SCENARIO])
+        .args(["--set", &format!("durability={tier}")])
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .stdout(Stdio::null())
+        .status()
+        .expect("run crossbench");
+    let r = result(&out);
+    assert_eq!(status.code(), Some(0), "{}", summary(&r));
+    assert_eq!(r["outcome"], "PASS", "{}", summary(&r));
+    assert_eq!(r["system"], "kafka");
+    assert_eq!(r["variant"], "partition-dispatch");
+    assert_eq!(r["durability"], tier);
+    assert_eq!(
+        r["provisioned"]["publishes_per_ingress_event"].as_f64(),
+        Some(2.0)
+    );
+    // 4 topics x 50 partitions; 12 streams x 2 members.
+    assert_eq!(r["provisioned"]["ordered_lanes"].as_u64(), Some(200));
+    assert_eq!(r["provisioned"]["consumer_members"].as_u64(), Some(24));
+    let stats = &r["broker_stats"];
+    assert_eq!(stats["kafka_partitions_per_topic"].as_u64(), Some(50));
+    assert_eq!(
+        stats["kafka_fsync_tier"].as_u64(),
+        Some(u64::from(tier == "fsync"))
+    );
+    assert!(stats["kafka_published"].as_u64().unwrap() > 0, "{stats}");
+    assert!(
+        stats["kafka_offset_commits"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    assert_eq!(stats["kafka_stray_records"].as_u64(), Some(0), "{stats}");
+    assert_eq!(stream_sum(&r, "ack_errors"), 0, "{}", summary(&r));
+    assert!(
+        r["throughput"]["served_fraction"].as_f64().unwrap() > 0.9,
+        "{}",
+        r["throughput"]
+    );
+}
+
+#[test]
+fn kafka_pipeline_smoke_default_tier() {
+    run_cell("default");
+}
+
+#[test]
+fn kafka_pipeline_smoke_fsync_tier() {
+    run_cell("fsync");
+}
