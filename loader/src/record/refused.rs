@@ -49,8 +49,22 @@ struct RefusedShape {
     lanes: u64,
 }
 
+/// Record a refused cell: write `dir/result.json` and return the summary to print.
+pub fn record(
+    dir: &Path,
+    s: &Scenario,
+    host: &Host,
+    started: SystemTime,
+    lanes: u64,
+    refusal: Refusal,
+) -> Result<String> {
+    let summary = summary(s, &refusal);
+    write(dir, s, host, started, lanes, refusal)?;
+    Ok(summary)
+}
+
 /// Write `dir/result.json` for a refused cell.
-pub fn write(
+fn write(
     dir: &Path,
     s: &Scenario,
     host: &Host,
@@ -89,7 +103,7 @@ pub fn write(
 }
 
 /// The summary line printed for a refused cell.
-pub fn summary(s: &Scenario, refusal: &Refusal) -> String {
+fn summary(s: &Scenario, refusal: &Refusal) -> String {
     format!(
         "\nOUTCOME: REFUSED  {} refused {}: {}\n",
         s.system.name(),

@@ -125,8 +125,8 @@ pub async fn run_stream_cell(
         Ok(d) => d,
         Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
             let refusal = crate::record::refused::Refusal { what, answer };
-            let summary = crate::record::refused::summary(s, &refusal);
-            crate::record::refused::write(&dir, s, &host, started, topo.lanes, refusal)?;
+            let summary =
+                crate::record::refused::record(&dir, s, &host, started, topo.lanes, refusal)?;
             write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
             sampling.stop();
             return Ok(RunReport {
