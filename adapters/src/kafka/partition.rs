@@ -221,8 +221,13 @@ impl Run {
                     m = queue.recv() => self.push(m),
                 }
             }
-            // Take whatever else is already here, without waiting.
-            while self.buf.len() < self.job.pause_at.max(self.job.batch) {
+            // Take what else is already here, without waiting, up to one set: reading
+            // further ahead would fill the buffer to `pause_at` and pause a partition
+            // that is not behind (a pause makes librdkafka drop its prefetched records
+            // and fetch them again on resume). Records beyond the set stay in
+            // librdkafka's own per-partition prefetch queue; the buffer grows only
+            // while a set is in progress.
+            while self.buf.len() < self.job.batch {
                 match queue.recv().now_or_never() {
                     Some(m) => self.push(m),
                     None => break,
