@@ -8,7 +8,7 @@
 //! Work per side and repetition: N keyed records (KEYS keys, PAYLOAD bytes each) into a
 //! fresh topic of PARTITIONS partitions with an idempotent `acks=all` producer and
 //! `linger.ms=5`, then one consumer-group member reading all N back from the beginning
-//! (the adapter: its per-partition dispatch with a no-op handler and per-set commits;
+//! (the adapter: its per-partition dispatch with a no-op handler and coalesced commits;
 //! kcat: `-G` with auto-commit). Both consume times include the group join.
 #![cfg(feature = "kafka")]
 

@@ -190,7 +190,8 @@ impl KafkaBroker {
             n => n.to_string(),
         };
         notes.push(format!(
-            "consume: {members} members per stream (cooperative-sticky, subscribed together), per-partition dispatch: one queue and task per assigned partition, sets of up to batch records grouped by key, the partition paused at {buffer} buffered records and resumed at half, a synchronous per-partition commit after each set, a refused key-batch replayed by seek"
+            "consume: {members} members per stream (cooperative-sticky, subscribed together), per-partition dispatch: one queue and task per assigned partition, sets of up to batch records grouped by key, the partition paused at {buffer} buffered records and resumed at half, processed offsets of all advanced partitions committed in one synchronous call every {:?} (and on revocation / shutdown), acked when that commit succeeds, a refused key-batch replayed by seek",
+            self.opts.commit_interval
         ));
         notes.push(format!(
             "producer: idempotent, acks=all, linger {:?}, batch.num.messages {}, batch.size {}",
@@ -223,7 +224,7 @@ impl KafkaBroker {
                 "per-key batching inside a partition (records grouped by key in the client)".into(),
                 "per-partition dispatch with pause/resume back-pressure (librdkafka gives the queues, the adapter the scheduling)".into(),
                 "partial acknowledgement: commit below the first refused record, seek back, skip the accepted records on replay".into(),
-                "revocation waits for the partition's set in progress so the next owner starts after its commit".into(),
+                "revocation waits for the partition's set in progress and commits its processed offset, so the next owner starts after that commit".into(),
                 "member recovery (a failed consumer instance is rebuilt)".into(),
             ],
             notes,

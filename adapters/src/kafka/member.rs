@@ -5,8 +5,11 @@
 //! queue) splits every newly assigned partition into its own queue *before* the
 //! assignment takes effect, so no record of it ever lands in the shared queue, and
 //! hands the queue to the member task. On revocation it waits until the partition's
-//! task has finished (and committed) its current set, so the next owner starts after
-//! the last commit and a key never runs in two members at once.
+//! task has finished its current set, then commits the revoked partitions' processed
+//! offsets (see [`super::commit`]) before it returns, so the next owner starts after
+//! the last commit and a key never runs in two members at once. Between rebalances a
+//! commit loop commits the processed offsets of all partitions that advanced, in one
+//! call, every `commit_interval`.
 //!
 //! Errors never end a member silently: fetch and commit errors are counted; a fatal
 //! client error ends the consumer instance, and the member builds a new one.
@@ -26,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::commit::Committer;
 use super::options::KafkaOptions;
 use super::partition::{self, PartitionCtl, PartitionJob};
 use super::stats::{add, Stats};
@@ -55,13 +59,16 @@ pub(super) struct MemberCtx {
     parts: Mutex<HashMap<i32, Arc<PartitionCtl>>>,
     stop: CancellationToken,
     stats: Arc<Stats>,
+    committer: Arc<Committer>,
     fatal: AtomicBool,
 }
 
 impl MemberCtx {
-    fn revoke(&self, tpl: &TopicPartitionList) {
+    fn revoke(&self, base: &BaseConsumer<Self>, tpl: &TopicPartitionList) {
         let mut busy = Vec::new();
+        let mut revoked = Vec::new();
         for e in tpl.elements_for_topic(&self.topic) {
+            revoked.push(e.partition());
             if let Some(ctl) = self.parts.lock().remove(&e.partition()) {
                 add(&self.stats.partitions_revoked, 1);
                 if ctl.revoke() {
@@ -69,13 +76,21 @@ impl MemberCtx {
                 }
             }
         }
-        if busy.is_empty() {
+        if revoked.is_empty() {
             return;
         }
-        add(&self.stats.revoke_waits, 1);
-        let wait = || busy.iter().all(|c| c.wait_idle(REVOKE_WAIT));
+        if !busy.is_empty() {
+            add(&self.stats.revoke_waits, 1);
+        }
+        // Wait for the sets in progress, then commit what the revoked partitions have
+        // processed (waiting for a periodic commit in flight), before returning.
+        let wait = || {
+            let idle = busy.iter().all(|c| c.wait_idle(REVOKE_WAIT));
+            self.committer.flush(base, Some(&revoked));
+            idle
+        };
         // Called on a runtime thread (the member's poll): let the runtime move its other
-        // tasks away while this one waits for the partition tasks.
+        // tasks away while this one waits for the partition tasks and the commit.
         let multi = tokio::runtime::Handle::try_current()
             .map(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
             .unwrap_or(false);
@@ -139,11 +154,11 @@ impl ClientContext for MemberCtx {
 }
 
 impl ConsumerContext for MemberCtx {
-    fn pre_rebalance(&self, _base: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn pre_rebalance(&self, base: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         add(&self.stats.rebalances, 1);
         match rebalance {
             Rebalance::Assign(tpl) => self.assign(tpl),
-            Rebalance::Revoke(tpl) => self.revoke(tpl),
+            Rebalance::Revoke(tpl) => self.revoke(base, tpl),
             Rebalance::Error(_) => self.stats.error_class("rebalance"),
         }
     }
@@ -229,6 +244,7 @@ pub(super) async fn run(spec: MemberSpec, stop: CancellationToken) {
 async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier: bool) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let inst_stop = stop.child_token();
+    let committer = Committer::new(&spec.topic, spec.counters.clone(), spec.stats.clone());
     let ctx = MemberCtx {
         me: OnceLock::new(),
         topic: spec.topic.to_string(),
@@ -236,6 +252,7 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
         parts: Mutex::new(HashMap::new()),
         stop: inst_stop.clone(),
         stats: spec.stats.clone(),
+        committer: committer.clone(),
         fatal: AtomicBool::new(false),
     };
     let client_id = format!("crossbench-{}-{}", spec.group_id, spec.index);
@@ -263,6 +280,12 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
     }
     let pause_at = spec.opts.pause_at(spec.batch);
     let mut tasks: JoinSet<()> = JoinSet::new();
+    let commit_loop = tokio::spawn(commit_loop(
+        committer.clone(),
+        consumer.clone(),
+        spec.opts.commit_interval,
+        inst_stop.clone(),
+    ));
     loop {
         tokio::select! {
             biased;
@@ -274,6 +297,7 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
                         topic: spec.topic.clone(),
                         partition,
                         ctl,
+                        committer: committer.clone(),
                         handler: spec.handler.clone(),
                         counters: spec.counters.clone(),
                         stats: spec.stats.clone(),
@@ -311,18 +335,38 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
             },
         }
     }
-    // Stop the partition tasks (they finish their current set and its commit), then
-    // close the consumer off the runtime threads.
+    // Stop the partition tasks (they finish their current set and report it) and the
+    // commit loop, commit what is left, then close the consumer off the runtime threads.
     inst_stop.cancel();
     while tasks.join_next().await.is_some() {}
+    let _ = commit_loop.await;
     // Unprocessed assignment events hold the consumer too: drop them first so the
     // close below runs on a blocking thread, not on a runtime worker.
     rx.close();
     while rx.try_recv().is_ok() {}
     drop(rx);
     let _ = tokio::task::spawn_blocking(move || {
+        committer.flush(consumer.as_ref(), None);
         consumer.unsubscribe();
         drop(consumer);
     })
     .await;
+}
+
+/// Commit the processed offsets of every partition that advanced, one call per
+/// `interval` at most, until `stop` (the member flushes the rest itself).
+async fn commit_loop(
+    committer: Arc<Committer>,
+    consumer: Arc<Consumer>,
+    interval: Duration,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        let (c, k) = (committer.clone(), consumer.clone());
+        let _ = tokio::task::spawn_blocking(move || c.flush(k.as_ref(), None)).await;
+    }
 }

@@ -5,7 +5,8 @@
 //! One concept per file: [`options`] (scenario section), `topics` (admin: create,
 //! delete, wait by metadata), `producer` (keyed idempotent publish), `member` (one
 //! consumer-group member: rebalances, partition queues, recovery), `partition` (the
-//! per-partition dispatch: ordered key-batches, pause/resume, commits, replay),
+//! per-partition dispatch: ordered key-batches, pause/resume, replay), `commit` (the
+//! member's coalesced offset commits),
 //! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
 pub mod options;
@@ -13,6 +14,8 @@ pub use options::KafkaOptions;
 
 #[cfg(feature = "kafka")]
 mod adapter;
+#[cfg(feature = "kafka")]
+mod commit;
 #[cfg(feature = "kafka")]
 mod member;
 #[cfg(feature = "kafka")]

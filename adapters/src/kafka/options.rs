@@ -25,6 +25,12 @@ pub struct KafkaOptions {
     /// Consumer `fetch.wait.max.ms`: how long the broker may hold a fetch for data.
     #[serde(with = "dur_text")]
     pub fetch_wait_max: Duration,
+    /// How often a member commits the processed offsets of its partitions: every
+    /// partition that advanced, in one synchronous `OffsetCommit`, at most this often
+    /// (and always on revocation and at shutdown). Records count as acked when the
+    /// commit that covers them succeeds. Between 1ms and 10s.
+    #[serde(with = "dur_text")]
+    pub commit_interval: Duration,
     /// Records a partition may buffer in the adapter before it is paused (resumed at
     /// half). 0 = auto = 4 x the scenario's `batch`.
     pub partition_buffer: usize,
@@ -56,6 +62,7 @@ impl Default for KafkaOptions {
             batch_messages: 10_000,
             batch_bytes: 1_000_000,
             fetch_wait_max: Duration::from_millis(50),
+            commit_interval: Duration::from_millis(50),
             partition_buffer: 0,
             session_timeout: Duration::from_secs(6),
             replication_factor: 1,
@@ -100,6 +107,9 @@ impl KafkaOptions {
         }
         if ms(&self.fetch_wait_max) > 10_000 {
             return Some(("fetch_wait_max", "must be at most 10s".into()));
+        }
+        if !(1..=10_000).contains(&ms(&self.commit_interval)) {
+            return Some(("commit_interval", "must be between 1ms and 10s".into()));
         }
         if self.partition_buffer > 1_000_000 {
             return Some((
@@ -188,5 +198,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(o.invalid().unwrap().0, "session_timeout");
+        let o = KafkaOptions {
+            commit_interval: Duration::ZERO,
+            ..Default::default()
+        };
+        assert_eq!(o.invalid().unwrap().0, "commit_interval");
     }
 }

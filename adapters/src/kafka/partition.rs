@@ -12,15 +12,18 @@
 //!   when the buffer reaches `pause_at` records the partition alone is paused
 //!   (`pause`), and resumed once the buffer is down to half. A slow key therefore holds
 //!   back its own partition and nothing else.
-//! * **Manual per-partition commits.** After a set, the offset after its last record is
-//!   committed for this partition only (a synchronous commit on a blocking thread, so
-//!   its result is counted exactly: acked or ack error).
+//! * **Coalesced commits.** After a set, the offset after its last record is reported
+//!   to the member's committer ([`super::commit`]), which commits all partitions that
+//!   advanced in one call every `commit_interval` and counts the records it covered as
+//!   acked or ack errors by the commit's result. The task goes on with the next set
+//!   without waiting for the broker.
 //! * **Refusal → replay.** When a key-batch is refused, the offsets below the first
-//!   refused record are committed, the partition is `seek`ed back to that record and the
+//!   refused record are reported (never more), the partition is `seek`ed back to that record and the
 //!   buffer dropped; records of accepted key-batches after it are remembered and
 //!   skipped when the replay reaches them, so nothing accepted is handled twice.
 //! * **Revocation.** A revoked partition's task finishes its current set (the member's
-//!   rebalance callback waits for it, so the commit precedes the hand-over) and ends.
+//!   rebalance callback waits for it, then commits the partition's processed offset,
+//!   so the commit precedes the hand-over) and ends.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -29,11 +32,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::FutureExt;
 use parking_lot::{Condvar, Mutex};
-use rdkafka::consumer::{CommitMode, Consumer as _};
+use rdkafka::consumer::Consumer as _;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
+use super::commit::Committer;
 use super::member::{Consumer, PartitionQueue};
 use super::stats::{add, Stats};
 use crate::broker::{BatchHandler, Delivery, Disposition, KeyBatch, StreamCounters};
@@ -115,6 +119,7 @@ pub(super) struct PartitionJob {
     pub topic: Arc<str>,
     pub partition: i32,
     pub ctl: Arc<PartitionCtl>,
+    pub committer: Arc<Committer>,
     pub handler: Arc<dyn BatchHandler>,
     pub counters: Arc<StreamCounters>,
     pub stats: Arc<Stats>,
@@ -198,29 +203,11 @@ impl Run {
         }
     }
 
-    /// Commit `next` (the offset of the next record to read) for this partition,
-    /// covering `n` records, and wait for the broker's answer (on a blocking thread).
-    async fn commit(&mut self, next: i64, n: u64) {
+    /// Report `next` (the offset of the next record to read) for this partition,
+    /// covering `n` records, to the member's committer.
+    fn commit(&mut self, next: i64, n: u64) {
         let n = n + std::mem::take(&mut self.skipped_uncommitted);
-        let mut t = TopicPartitionList::new();
-        if t.add_partition_offset(&self.job.topic, self.job.partition, Offset::Offset(next))
-            .is_err()
-        {
-            return;
-        }
-        let c = self.job.consumer.clone();
-        let r = tokio::task::spawn_blocking(move || c.commit(&t, CommitMode::Sync)).await;
-        match r {
-            Ok(Ok(())) => {
-                add(&self.job.stats.offset_commits, 1);
-                add(&self.job.stats.acked, n);
-                StreamCounters::add(&self.job.counters.acked, n);
-            }
-            _ => {
-                add(&self.job.stats.offset_commit_errors, 1);
-                StreamCounters::add(&self.job.counters.ack_errors, n);
-            }
-        }
+        self.job.committer.report(self.job.partition, next, n);
     }
 
     async fn run(mut self, queue: &PartitionQueue) {
@@ -234,8 +221,13 @@ impl Run {
                     m = queue.recv() => self.push(m),
                 }
             }
-            // Take whatever else is already here, without waiting.
-            while self.buf.len() < self.job.pause_at.max(self.job.batch) {
+            // Take what else is already here, without waiting, up to one set: reading
+            // further ahead would fill the buffer to `pause_at` and pause a partition
+            // that is not behind (a pause makes librdkafka drop its prefetched records
+            // and fetch them again on resume). Records beyond the set stay in
+            // librdkafka's own per-partition prefetch queue; the buffer grows only
+            // while a set is in progress.
+            while self.buf.len() < self.job.batch {
                 match queue.recv().now_or_never() {
                     Some(m) => self.push(m),
                     None => break,
@@ -308,7 +300,7 @@ impl Run {
             .collect();
         let total: u64 = groups.iter().map(|g| g.1.len() as u64).sum();
         if refused.is_empty() {
-            self.commit(last + 1, total).await;
+            self.commit(last + 1, total);
             return;
         }
         // Replay from the first refused record.
@@ -334,7 +326,7 @@ impl Run {
             }
         }
         if replay_from > first {
-            self.commit(replay_from, below).await;
+            self.commit(replay_from, below);
         }
         self.buf.clear();
         match self.job.consumer.seek(

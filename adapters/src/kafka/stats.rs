@@ -18,6 +18,7 @@ pub(super) struct Stats {
     pub refused: AtomicU64,
     pub offset_commits: AtomicU64,
     pub offset_commit_errors: AtomicU64,
+    pub committed_partitions: AtomicU64,
     pub commit_request_errors: AtomicU64,
     pub replay_seeks: AtomicU64,
     pub replay_skipped: AtomicU64,
@@ -69,6 +70,7 @@ impl Stats {
         put("refused", g(&self.refused));
         put("offset_commits", g(&self.offset_commits));
         put("offset_commit_errors", g(&self.offset_commit_errors));
+        put("committed_partitions", g(&self.committed_partitions));
         put("commit_request_errors", g(&self.commit_request_errors));
         put("replay_seeks", g(&self.replay_seeks));
         put("replay_skipped", g(&self.replay_skipped));
