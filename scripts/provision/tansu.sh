@@ -53,7 +53,22 @@ if [[ ! -x "$BIN" ]]; then
 fi
 "$BIN" --version >/dev/null 2>&1 || die "$BIN does not run"
 
-# 3. Start it when the port is free.
+# 3. A tansu this script started whose storage task panicked still accepts
+#    connections but answers every request with an error (seen with 0.6.0's SQLite
+#    engine: "more or less than one row" in lite.rs when topics are deleted and
+#    recreated under load). Restart it; its data file is kept.
+if [[ -f "$STATE/tansu.pid" ]] && grep -q "panicked at" "$STATE/tansu.log" 2>/dev/null; then
+    pid=$(cat "$STATE/tansu.pid")
+    if kill -0 "$pid" 2>/dev/null && [[ "$(cat /proc/$pid/comm 2>/dev/null)" == tansu* ]]; then
+        log "tansu (pid $pid) panicked earlier (see $STATE/tansu.log); restarting it"
+        kill "$pid"
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+        mv "$STATE/tansu.log" "$STATE/tansu.log.panicked"
+    fi
+fi
+
+# 4. Start it when the port is free.
 if port_open; then
     log "something already answers on 127.0.0.1:$PORT; leaving it alone"
     exit 0

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::error::BrokerError;
@@ -31,6 +32,21 @@ impl std::fmt::Debug for Admin {
     }
 }
 
+/// A failure of the request itself that a retry can cure (the broker dropped the
+/// connection, or was briefly unreachable), as opposed to the broker's answer.
+fn transient(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::NetworkException
+                | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::OperationTimedOut
+        )
+    )
+}
+
 /// The broker's answer to a per-topic admin request.
 fn answer(code: RDKafkaErrorCode) -> String {
     format!("{code:?} ({code})")
@@ -48,6 +64,29 @@ impl Admin {
         AdminOptions::new()
             .request_timeout(Some(self.timeout))
             .operation_timeout(Some(self.timeout))
+    }
+
+    /// Run an admin request, retrying transport failures with backoff until the admin
+    /// timeout (a broker under load may drop a connection mid-request; the operations
+    /// used here are safe to repeat: a repeated delete answers UnknownTopicOrPartition,
+    /// a repeated create TopicAlreadyExists, and both are handled).
+    async fn with_retries<T, F, Fut>(&self, what: &str, mut request: F) -> Result<T, BrokerError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = KafkaResult<T>>,
+    {
+        let deadline = Instant::now() + self.timeout;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match request().await {
+                Ok(v) => return Ok(v),
+                Err(e) if transient(&e) && Instant::now() + backoff < deadline => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => return Err(BrokerError::Connection(format!("{what}: {e}"))),
+            }
+        }
     }
 
     /// Topic name → state, for all topics (listing everything never asks the broker to
@@ -87,11 +126,12 @@ impl Admin {
         if present.is_empty() {
             return Ok(0);
         }
+        let opts = self.opts();
         let results = self
-            .client
-            .delete_topics(&present, &self.opts())
-            .await
-            .map_err(|e| BrokerError::Connection(format!("DeleteTopics: {e}")))?;
+            .with_retries("DeleteTopics", || {
+                self.client.delete_topics(&present, &opts)
+            })
+            .await?;
         for r in results {
             if let Err((name, code)) = r {
                 if code != RDKafkaErrorCode::UnknownTopicOrPartition {
@@ -143,11 +183,12 @@ impl Admin {
                     )
                 })
                 .collect();
+            let opts = self.opts();
             let results = self
-                .client
-                .create_topics(specs.iter(), &self.opts())
-                .await
-                .map_err(|e| BrokerError::Connection(format!("CreateTopics: {e}")))?;
+                .with_retries("CreateTopics", || {
+                    self.client.create_topics(specs.iter(), &opts)
+                })
+                .await?;
             let mut again = Vec::new();
             for r in results {
                 match r {
