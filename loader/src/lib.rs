@@ -22,3 +22,4 @@ pub mod streamlog;
 pub mod summary;
 pub mod systems;
 pub mod topology;
+pub mod wind_down;

@@ -445,23 +445,8 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     ));
 
     // Stop the stages; close the logs.
-    stage_stop.cancel();
-    let mut consume_errors = Vec::new();
-    while let Some(r) = consumers.join_next().await {
-        match r {
-            Ok((_, Ok(()))) => {}
-            Ok((name, Err(e))) => consume_errors.push(format!("{name}: {e}")),
-            Err(e) => consume_errors.push(format!("consumer task: {e}")),
-        }
-    }
-    for l in &logs {
-        l.close()
-            .with_context(|| format!("closing {}", l.path().display()))?;
-    }
-    report_stop.cancel();
-    if let Ok(Err(e)) = reporter.await {
-        consume_errors.push(format!("reporter: {e}"));
-    }
+    let consume_errors =
+        crate::wind_down::wind_down(&stage_stop, consumers, &logs, &report_stop, reporter).await?;
     let broker_stats = broker.counters();
     let _ = broker.close().await;
 

@@ -329,23 +329,8 @@ pub async fn run_stream_cell(
         drain_sec
     ));
 
-    stage_stop.cancel();
-    let mut warnings = Vec::new();
-    while let Some(r) = consumers.join_next().await {
-        match r {
-            Ok((_, Ok(()))) => {}
-            Ok((name, Err(e))) => warnings.push(format!("{name}: {e}")),
-            Err(e) => warnings.push(format!("consumer task: {e}")),
-        }
-    }
-    for l in &logs {
-        l.close()
-            .with_context(|| format!("closing {}", l.path().display()))?;
-    }
-    report_stop.cancel();
-    if let Ok(Err(e)) = reporter.await {
-        warnings.push(format!("reporter: {e}"));
-    }
+    let mut warnings =
+        crate::wind_down::wind_down(&stage_stop, consumers, &logs, &report_stop, reporter).await?;
     let broker_stats = broker.counters();
     let _ = broker.close().await;
 
