@@ -59,6 +59,9 @@ fn run_cell(tier: &str) {
     let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
         .args(["run", SCENARIO])
         .args(["--set", &format!("durability={tier}")])
+        // Topics of their own per tier: tansu 0.6.0's SQLite storage has panicked when
+        // topics were deleted and recreated under the same names (compose/kafka).
+        .args(["--set", &format!("prefix=cbt-{tier}-")])
         .arg("--out")
         .arg(&out)
         .arg("-q")
