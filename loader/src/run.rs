@@ -147,10 +147,9 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         s.dedup_window_sec,
         !s.no_reset,
     );
-    let description = match broker.setup(&topo).await {
+    let description = match crate::systems::setup(&*broker, s, &topo).await? {
         Ok(d) => d,
-        Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
-            let refusal = crate::record::refused::Refusal { what, answer };
+        Err(refusal) => {
             let summary =
                 crate::record::refused::record(&dir, s, &host, started, plan.lanes, refusal)?;
             write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
@@ -160,10 +159,6 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
                 dir,
                 summary,
             });
-        }
-        Err(e) => {
-            return Err(anyhow::Error::new(e))
-                .with_context(|| format!("setting up {}", s.system.name()))
         }
     };
 

@@ -113,3 +113,22 @@ pub fn default_sample_targets(s: &Scenario) -> Vec<(String, String)> {
         ],
     }
 }
+
+/// Build the topology on the system. A refusal of the topology is the cell's result,
+/// not an error: it comes back as `Ok(Err(refusal))`; any other failure is an error.
+pub async fn setup(
+    broker: &dyn Broker,
+    s: &Scenario,
+    topology: &adapters::Topology,
+) -> anyhow::Result<Result<adapters::Description, crate::record::refused::Refusal>> {
+    use anyhow::Context;
+    match broker.setup(topology).await {
+        Ok(d) => Ok(Ok(d)),
+        Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
+            Ok(Err(crate::record::refused::Refusal { what, answer }))
+        }
+        Err(e) => {
+            Err(anyhow::Error::new(e)).with_context(|| format!("setting up {}", s.system.name()))
+        }
+    }
+}

@@ -121,10 +121,9 @@ pub async fn run_stream_cell(
         dedup_window_sec: s.dedup_window_sec,
         reset: !s.no_reset,
     };
-    let description = match broker.setup(&topo).await {
+    let description = match crate::systems::setup(&*broker, s, &topo).await? {
         Ok(d) => d,
-        Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
-            let refusal = crate::record::refused::Refusal { what, answer };
+        Err(refusal) => {
             let summary =
                 crate::record::refused::record(&dir, s, &host, started, topo.lanes, refusal)?;
             write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
@@ -134,10 +133,6 @@ pub async fn run_stream_cell(
                 dir,
                 summary,
             });
-        }
-        Err(e) => {
-            return Err(anyhow::Error::new(e))
-                .with_context(|| format!("setting up {}", s.system.name()))
         }
     };
 
