@@ -41,7 +41,20 @@ step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "cargo test"
-cargo test --workspace --all-features --no-fail-fast 2>&1 | tee target/test-output.txt
-# Summarise for CI logs.
+status=0
+cargo test --workspace --all-features --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
+# Summarise for CI logs, whose middle may be cut: the reason of every failed test is
+# repeated here, at the end, a few lines each.
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
+if [ "$status" -ne 0 ]; then
+  step "failed tests, first lines of each"
+  awk '
+    /^---- .* stdout ----$/ { print "## " $2; grab = 0; next }
+    /panicked at/ { grab = 1; n = 0 }
+    grab && /^(stack backtrace:|note: |failures:|---- )/ { grab = 0 }
+    grab && n < 12 { print "   " $0; n++ }
+  ' target/test-output.txt
+  echo "tests passed: $passed; cargo test exited $status"
+  exit "$status"
+fi
 echo "all test binaries passed: $passed tests"

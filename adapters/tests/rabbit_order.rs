@@ -221,6 +221,24 @@ async fn run_case(c: Case) {
     for c in consumers {
         c.await.unwrap().expect("consume");
     }
+    let progress: Vec<String> = recs
+        .iter()
+        .zip(&counters)
+        .map(|(r, cnt)| {
+            format!(
+                "{}: processed {} of {want}, refused {}, ack errors {}",
+                r.group,
+                r.processed.load(Ordering::Relaxed),
+                StreamCounters::get(&cnt.refused),
+                StreamCounters::get(&cnt.ack_errors)
+            )
+        })
+        .collect();
+    let progress = format!(
+        "{} (broker counters: {:?})",
+        progress.join("; "),
+        broker.counters()
+    );
     for (rec, cnt) in recs.iter().zip(&counters) {
         assert_eq!(
             rec.overlaps.load(Ordering::Relaxed),
@@ -229,10 +247,19 @@ async fn run_case(c: Case) {
             rec.group
         );
         let log = rec.log.lock();
-        assert_eq!(log.len() as u64, c.keys, "{}: keys seen", rec.group);
+        assert_eq!(
+            log.len() as u64,
+            c.keys,
+            "{}: keys seen; {progress}",
+            rec.group
+        );
         for (k, seqs) in log.iter() {
             let expect: Vec<u64> = (0..c.per_key).collect();
-            assert_eq!(seqs, &expect, "{} key {k}: processed order", rec.group);
+            assert_eq!(
+                seqs, &expect,
+                "{} key {k}: processed order; {progress}",
+                rec.group
+            );
         }
         assert_eq!(StreamCounters::get(&cnt.ack_errors), 0);
         assert!(StreamCounters::get(&cnt.acked) >= want);

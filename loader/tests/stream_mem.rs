@@ -179,24 +179,30 @@ fn injected_faults_fail_with_exact_counts() {
 
 #[test]
 fn a_ladder_makes_one_cell_per_rate() {
+    // This test checks the ladder's mechanics, not the pacer's timing: on a loaded CI
+    // machine a debug build can miss the 5 ms schedule-lag rule at the top rung and the
+    // cell is (rightly) VOID. The VOID rule has tests of its own (pipeline_mem.rs), so
+    // here it is relaxed and the rates kept low.
     let (code, text, tmp) = run_raw(
         &scenario("stream-smoke.yaml"),
         &[
             "rate=0",
-            "stream.ladder=[1000, 3000]",
+            "stream.ladder=[500, 1500]",
             "duration=2s",
             "warmup=0s",
+            "void.schedule_lag_p99_max=10s",
+            "void.loader_cpu_max=1",
         ],
     );
     assert_eq!(code, 0, "{text}");
     let out = tmp.path().join("cell");
     let mut offered = Vec::new();
-    for rate in [1000u64, 3000] {
+    for rate in [500u64, 1500] {
         let dir = out.join(format!("stream-smoke-r{rate}"));
         let r = result(&dir);
         assert_eq!(r["cell"], format!("stream-smoke-r{rate}"));
         assert_eq!(u(&r["workload"]["rate_msgs_per_sec"]), rate);
-        assert_eq!(r["workload"]["ladder"], serde_json::json!([1000, 3000]));
+        assert_eq!(r["workload"]["ladder"], serde_json::json!([500, 1500]));
         assert_eq!(r["outcome"], "PASS");
         offered.push(r["throughput"]["offered_per_sec"].as_f64().unwrap());
     }
@@ -204,7 +210,7 @@ fn a_ladder_makes_one_cell_per_rate() {
     assert!(offered[1] > 2.0 * offered[0], "{offered:?}");
     let table = std::fs::read_to_string(out.join("ladder.csv")).unwrap();
     assert_eq!(table.lines().count(), 3, "{table}");
-    assert!(table.contains("stream-smoke-r3000,PASS,3000"), "{table}");
+    assert!(table.contains("stream-smoke-r1500,PASS,1500"), "{table}");
 }
 
 #[test]
