@@ -3,11 +3,13 @@
 //! The binary `crossbench` is a thin CLI over this library.
 
 pub mod counters;
+pub mod drain;
 pub mod histograms;
 pub mod metrics;
 pub mod plan;
 pub mod priority;
 pub mod producer;
+pub mod rated;
 pub mod record;
 pub mod report;
 pub mod run;
@@ -22,4 +24,5 @@ pub mod streamlog;
 pub mod summary;
 pub mod systems;
 pub mod topology;
+pub mod void_rule;
 pub mod wind_down;

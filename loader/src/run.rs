@@ -10,14 +10,15 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::{get, FlowCounters, SeqTable};
+use crate::drain::{abandon_at_deadline, drain};
 use crate::metrics::{Metrics, Window};
 use crate::plan::Plan;
 use crate::producer::{hydrate, FlowSpec, Producer, ProducerEnv};
-use crate::record::host::{cores_available, peak_rss_bytes, process_cpu_seconds, Host};
-use crate::record::invocation::{build_id, utc, Invocation};
+use crate::record::host::cores_available;
+use crate::record::invocation::InvocationFile;
 use crate::record::meta::{Meta, StreamMeta};
 use crate::record::result::*;
-use crate::scenario::{Accept, Loaded};
+use crate::scenario::{Accept, Loaded, Scenario};
 use crate::selector::Selector;
 use crate::stage::{now_us, Stage, StageEnv};
 use crate::stamp::rates_padding;
@@ -72,22 +73,24 @@ pub struct RunReport {
     pub summary: String,
 }
 
-/// The drain's end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DrainEnd {
-    CaughtUp,
-    Grace,
-    CutShort,
-}
-
-impl DrainEnd {
-    fn name(&self) -> &'static str {
-        match self {
-            DrainEnd::CaughtUp => "caught-up",
-            DrainEnd::Grace => "grace",
-            DrainEnd::CutShort => "cut-short",
-        }
-    }
+/// The cell's end when the system refused its topology at setup: the refusal is the
+/// result (`record::refused`), the invocation says so, sampling stops.
+pub(crate) fn refused_cell(
+    inv: &InvocationFile,
+    s: &Scenario,
+    lanes: u64,
+    refusal: crate::record::refused::Refusal,
+    sampling: crate::sampling::Sampling,
+    dir: PathBuf,
+) -> Result<RunReport> {
+    let summary = crate::record::refused::record(&dir, s, &inv.host, inv.started, lanes, refusal)?;
+    inv.write(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
+    sampling.stop();
+    Ok(RunReport {
+        outcome: Outcome::Refused,
+        dir,
+        summary,
+    })
 }
 
 /// Run one cell. The caller has validated the scenario and created `opts.out`.
@@ -95,24 +98,8 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     let s = &loaded.scenario;
     let dir = opts.out.clone();
     let plan = Plan::new(s);
-    let host = Host::probe();
-    let started = SystemTime::now();
-    let resolved_yaml = serde_yaml::to_string(s).context("serialising the resolved scenario")?;
-    let write_invocation = |ended: Option<SystemTime>, outcome: Option<&str>| -> Result<()> {
-        let inv = Invocation {
-            argv: &opts.argv,
-            scenario_path: &opts.scenario_path,
-            scenario_text: &loaded.source_text,
-            resolved_yaml: &resolved_yaml,
-            host: &host,
-            started,
-            ended,
-            outcome,
-        };
-        std::fs::write(dir.join("invocation.txt"), inv.render())
-            .with_context(|| format!("writing {}", dir.join("invocation.txt").display()))
-    };
-    write_invocation(None, None)?;
+    let inv = InvocationFile::begin(loaded, opts)?;
+    let started = inv.started;
     let sampling = crate::sampling::start(s, &dir)?;
     let say = |m: String| {
         if !opts.quiet {
@@ -149,17 +136,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     );
     let description = match crate::systems::setup(&*broker, s, &topo).await? {
         Ok(d) => d,
-        Err(refusal) => {
-            let summary =
-                crate::record::refused::record(&dir, s, &host, started, plan.lanes, refusal)?;
-            write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
-            sampling.stop();
-            return Ok(RunReport {
-                outcome: Outcome::Refused,
-                dir,
-                summary,
-            });
-        }
+        Err(refusal) => return refused_cell(&inv, s, plan.lanes, refusal, sampling, dir),
     };
 
     // Stages.
@@ -339,27 +316,12 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             .map(|st| get(&st.counters.processed_rated))
             .sum::<u64>()
     };
-    let sleep_until = |at: Instant| tokio::time::sleep_until(tokio::time::Instant::from_std(at));
-    let mut stopped_early = false;
-    let mut cpu_at_start = process_cpu_seconds();
-    let mut wall_at_start = Instant::now();
-    tokio::select! {
-        _ = sleep_until(start + warm) => {
-            cpu_at_start = process_cpu_seconds();
-            wall_at_start = Instant::now();
-            *phase.lock() = "rated";
-        }
-        _ = interrupt.cancelled() => { stopped_early = true; }
-    }
-    if !stopped_early {
-        tokio::select! {
-            _ = sleep_until(start + warm + rated) => {}
-            _ = interrupt.cancelled() => { stopped_early = true; }
-        }
-    }
-    let cpu_at_end = process_cpu_seconds();
-    let wall_rated = wall_at_start.elapsed().as_secs_f64().max(1e-9);
+    let edges = crate::rated::run_window(start, warm, rated, &interrupt, || {
+        *phase.lock() = "rated";
+    })
+    .await;
     let rated_done_processed = rated_processed();
+    let stopped_early = edges.stopped_early;
     if stopped_early {
         say("interrupted: stopping the producers; drain and verification still run".into());
         for p in &producers {
@@ -370,68 +332,39 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     let drain_start = Instant::now();
     let drain_max = s.drain.max.0;
     // Publishers may retry until the drain's deadline, then give up (counted failed).
-    {
-        let abandon = abandon.clone();
-        let interrupt = interrupt.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = tokio::time::sleep(drain_max) => {}
-                _ = async { interrupt.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {}
-            }
-            abandon.cancel();
-        });
-    }
+    abandon_at_deadline(&abandon, drain_max, &interrupt);
     for p in producers {
         p.finish().await;
     }
 
     // Drain: until every stream has processed what its flow published, or nothing
     // moved for the grace, or the deadline.
-    let grace = s.drain.grace.map(|d| d.0).unwrap_or_else(|| {
-        Duration::from_millis(description.lease_ms.unwrap_or(0) + 5000).max(Duration::from_secs(5))
-    });
+    let grace = crate::drain::grace(s.drain.grace.map(|d| d.0), description.lease_ms);
     let expected = |flow: u8| -> u64 {
         let f = &flows[usize::from(flow != b'A')];
         get(&f.published) + get(&f.hydration_published)
     };
-    let mut last_total = processed_total();
-    let mut last_move = Instant::now();
-    let drain_end = loop {
-        // Counts first (cheap), then the exact test: every stream has processed the
-        // highest acknowledged seq of every property of its flow.
-        let caught_up = stages
+    // Counts first (cheap), then the exact test: every stream has processed the
+    // highest acknowledged seq of every property of its flow.
+    let caught_up = || {
+        stages
             .iter()
             .all(|st| get(&st.counters.processed) >= expected(st.def.flow))
             && stages.iter().all(|st| {
                 let table = &seqs[usize::from(st.def.flow != b'A')];
                 (0..s.properties).all(|p| st.max_seen.get(p) >= table.get(p))
-            });
-        if caught_up {
-            break DrainEnd::CaughtUp;
-        }
-        let total = processed_total();
-        if total != last_total {
-            last_total = total;
-            last_move = Instant::now();
-        }
-        if last_move.elapsed() >= grace {
-            break DrainEnd::Grace;
-        }
-        if drain_start.elapsed() >= drain_max
-            || (interrupt.is_cancelled()
-                && stopped_early
-                && drain_start.elapsed() > Duration::from_secs(600))
-        {
-            break DrainEnd::CutShort;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-            _ = async { if stopped_early { std::future::pending::<()>().await } else { interrupt.cancelled().await } } => {
-                // A Ctrl-C during the drain cuts it short.
-                break DrainEnd::CutShort;
-            }
-        }
+            })
     };
+    let drain_end = drain(
+        drain_start,
+        grace,
+        drain_max,
+        &interrupt,
+        stopped_early,
+        caught_up,
+        processed_total,
+    )
+    .await;
     let drain_sec = drain_start.elapsed().as_secs_f64();
     say(format!(
         "drain: {} after {:.1}s",
@@ -446,17 +379,13 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     let _ = broker.close().await;
 
     // produced.meta, then the checker's verdict.
-    let delivery_accept = match s.accept {
-        Accept::ExactlyOnce => "exactly-once",
-        Accept::AtLeastOnce => "at-least-once",
-    };
     let meta = Meta {
         system: s.system.name(),
         properties: s.properties,
         rate: s.rate,
         base,
         drain: drain_end.name(),
-        delivery: delivery_accept,
+        delivery: s.accept.name(),
         invariants: &plan.invariants,
         streams: defs
             .iter()
@@ -470,54 +399,36 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         flows: vec![('A', &*seqs[0]), ('B', &*seqs[1])],
     };
     std::fs::write(dir.join("produced.meta"), meta.render()).context("writing produced.meta")?;
-    let verdict = checker::verify_dir(
-        &dir,
-        &checker::VerifyOptions {
-            allow_duplicates: s.accept == Accept::AtLeastOnce,
-            ..Default::default()
-        },
-    )
-    .context("verifying the stream logs")?;
+    let verdict = verify(&dir, s.accept)?;
 
     // The cost of serving the cell, over the rated window.
     let published_rated: u64 = [&flows[0], &flows[1]]
         .iter()
         .map(|f| get(&f.published_rated))
         .sum();
-    let cost = sampling.finish(
-        sampler::RatedWindow {
-            start_unix_ms: (rated_start_us / 1000) as u64,
-            end_unix_ms: (rated_start_us / 1000) as u64
-                + (if stopped_early {
-                    wall_rated
-                } else {
-                    rated.as_secs_f64()
-                } * 1000.0) as u64,
-        },
-        sampler::WorkloadFacts {
-            ingress_events: published_rated,
-            deliveries: rated_processed(),
-            physical_publishes: (published_rated as f64 * description.publishes_per_ingress_event)
-                .round() as u64,
-            ordered_lanes: description.ordered_lanes,
-            connections: description.connections,
-            consumers: description.consumer_members,
-            queues: description.physical_queues,
-            partitions: plan.lanes * topo.topics.len() as u64,
-            loader_cores_available: cores_available(),
-        },
-    )?;
-    if let Some(url) = &opts.sampler_url {
-        let since = started
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        match sampler::pull(url, since, &dir.join("samples-remote.csv")).await {
-            Ok(rows) => say(format!("pulled {rows} remote samples from {url}")),
-            Err(e) => say(format!(
-                "warning: could not pull remote samples from {url}: {e}"
-            )),
-        }
-    }
+    let rated_sec = edges.rated_sec();
+    let cost = sampling
+        .finish_cell(
+            rated_start_us,
+            rated_sec,
+            sampler::WorkloadFacts {
+                ingress_events: published_rated,
+                deliveries: rated_processed(),
+                physical_publishes: (published_rated as f64
+                    * description.publishes_per_ingress_event)
+                    .round() as u64,
+                ordered_lanes: description.ordered_lanes,
+                connections: description.connections,
+                consumers: description.consumer_members,
+                queues: description.physical_queues,
+                partitions: plan.lanes * topo.topics.len() as u64,
+                loader_cores_available: cores_available(),
+            },
+            opts.sampler_url.as_deref(),
+            inv.started_unix_ms(),
+            say,
+        )
+        .await?;
 
     // Figures.
     let snaps: BTreeMap<String, _> = [
@@ -527,45 +438,23 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     .into_iter()
     .collect();
     let identity_holds = snaps.values().all(|f| f.identity_holds());
-    let rated_sec = if stopped_early {
-        wall_rated
-    } else {
-        rated.as_secs_f64()
-    };
     let offered_rated: u64 = snaps.values().map(|f| f.offered_rated).sum();
     let deliveries_rated = rated_processed();
     let all_delivered: u64 = stages.iter().map(|st| get(&st.counters.delivered)).sum();
-    let loader_cores = (cpu_at_end - cpu_at_start) / wall_rated;
-    let avail = cores_available();
-    let rated_deliveries_in_window = rated_done_processed.max(1);
-    let cpu_us_per_delivery = (cpu_at_end - cpu_at_start) * 1e6 / rated_deliveries_in_window as f64;
+    let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, rated_done_processed);
     let lag = metrics.schedule_lag.summary();
 
     // VOID: the loader, not the system, was the limit.
-    let mut void_reasons = Vec::new();
-    let shed_pacer: u64 = snaps.values().map(|f| f.shed_pacer).sum();
-    if shed_pacer > 0 {
-        void_reasons.push(format!(
-            "the pacer fell more than {} events behind and skipped {shed_pacer} (loader could not hold the schedule)",
-            crate::producer::CATCH_UP_CAP
-        ));
-    }
-    if loader_cores / avail > s.void.loader_cpu_max {
-        void_reasons.push(format!(
-            "loader used {:.2} of {:.0} cores ({:.0}% > {:.0}% allowed)",
-            loader_cores,
-            avail,
-            100.0 * loader_cores / avail,
-            100.0 * s.void.loader_cpu_max
-        ));
-    }
-    let lag_max_ms = s.void.schedule_lag_p99_max.secs_f64() * 1000.0;
-    if lag.p99_ms > lag_max_ms {
-        void_reasons.push(format!(
-            "schedule lag p99 {:.2} ms > {:.2} ms allowed (void.schedule_lag_p99_max)",
-            lag.p99_ms, lag_max_ms
-        ));
-    }
+    let void_reasons = crate::void_rule::reasons(
+        &s.void,
+        &crate::void_rule::LoaderLoad {
+            shed_pacer: snaps.values().map(|f| f.shed_pacer).sum(),
+            unit: "events",
+            cores: loader.cpu_cores_mean,
+            cores_available: loader.cores_available,
+            schedule_lag_p99_ms: lag.p99_ms,
+        },
+    );
     let mut warnings = consume_errors.clone();
     let shed_bp: u64 = snaps.values().map(|f| f.shed_backpressure).sum();
     if shed_bp > 0 {
@@ -578,14 +467,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         warnings
             .push("accounting identity offered = published + shed + failed does not hold".into());
     }
-    let verdict_pass = verdict.pass;
-    let outcome = if !verdict_pass || !identity_holds {
-        Outcome::Fail
-    } else if !void_reasons.is_empty() {
-        Outcome::Void
-    } else {
-        Outcome::Pass
-    };
+    let outcome = crate::void_rule::outcome(verdict.pass, identity_holds, &void_reasons);
     let ended = SystemTime::now();
     let summ = |m: &crate::histograms::Metric| m.summary();
     let streams_fig: Vec<StreamFigures> = stages
@@ -646,14 +528,9 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             hot_over_cold_p99: if cold99 > 0.0 { hot99 / cold99 } else { 0.0 },
         }
     });
-    let (version, commit) = build_id();
-    let ms = |us: i64| us / 1000;
     let result = CellResult {
         schema_version: SCHEMA_VERSION,
-        crossbench: BuildInfo {
-            version,
-            git_commit: commit,
-        },
+        crossbench: BuildInfo::current(),
         cell: s.name.clone(),
         outcome: outcome.name().into(),
         system: description.system.clone(),
@@ -661,20 +538,16 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         durability: description.durability,
         delivery: description.delivery,
         accept: s.accept,
-        time: Times {
-            started_utc: utc(started),
-            ended_utc: utc(ended),
-            started_unix_ms: started
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
-            rated_start_unix_ms: ms(rated_start_us),
-            rated_end_unix_ms: ms(rated_start_us) + (rated_sec * 1000.0) as i64,
+        time: Times::new(
+            started,
+            ended,
+            rated_start_us,
             rated_sec,
-            warmup_sec: warm.as_secs_f64(),
+            warm.as_secs_f64(),
             drain_sec,
             hydration_sec,
-        },
-        host: host.clone(),
+        ),
+        host: inv.host.clone(),
         workload: Workload {
             kind: "pipeline".into(),
             rate_events_per_sec: s.rate,
@@ -715,15 +588,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         },
         skew,
         streams: streams_fig,
-        loader: LoaderFigures {
-            cpu_cores_mean: loader_cores,
-            cores_available: avail,
-            cpu_fraction_of_available: loader_cores / avail,
-            cpu_us_per_delivery,
-            peak_rss_bytes: peak_rss_bytes(),
-            runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
-            pacer_priority: crate::priority::pacer_priority().to_string(),
-        },
+        loader,
         drain: DrainFigures {
             outcome: drain_end.name().into(),
             seconds: drain_sec,
@@ -739,14 +604,8 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         broker_stats,
         warnings: warnings.clone(),
     };
-    let mut json = serde_json::to_string_pretty(&result).context("serialising result.json")?;
-    json.push('\n');
-    std::fs::write(
-        dir.join("result.json"),
-        crate::record::redact::redact(&json),
-    )
-    .context("writing result.json")?;
-    write_invocation(Some(ended), Some(outcome.name()))?;
+    write_result(&dir, &result)?;
+    inv.write(Some(ended), Some(outcome.name()))?;
 
     let summary = crate::summary::render(&result, &verdict.render_table(), &dir);
     Ok(RunReport {
@@ -754,6 +613,19 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         dir,
         summary,
     })
+}
+
+/// The checker's verdict on the cell's logs and `produced.meta`; duplicates pass
+/// when the scenario accepts at-least-once delivery.
+pub(crate) fn verify(dir: &Path, accept: Accept) -> Result<checker::Verdict> {
+    checker::verify_dir(
+        dir,
+        &checker::VerifyOptions {
+            allow_duplicates: accept == Accept::AtLeastOnce,
+            ..Default::default()
+        },
+    )
+    .context("verifying the stream logs")
 }
 
 /// Where a cell goes when `--out` is not given: `runs/<name>-<UTC stamp>`.

@@ -80,6 +80,43 @@ impl Sampling {
         ))
     }
 
+    /// Stop sampling and summarise the rated window that began at `rated_start_us`
+    /// (µs since the epoch) and ran `rated_sec`; then, with `--sampler-url`, pull the
+    /// remote sampler's rows since `since_unix_ms` into `samples-remote.csv`. A failed
+    /// pull is a line for the console, not an error: the local figures stand.
+    pub async fn finish_cell(
+        self,
+        rated_start_us: i64,
+        rated_sec: f64,
+        facts: WorkloadFacts,
+        remote: Option<&str>,
+        since_unix_ms: u64,
+        say: impl Fn(String),
+    ) -> Result<CostSummary> {
+        let start_unix_ms = (rated_start_us / 1000) as u64;
+        let dir = self
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let cost = self.finish(
+            RatedWindow {
+                start_unix_ms,
+                end_unix_ms: start_unix_ms + (rated_sec * 1000.0) as u64,
+            },
+            facts,
+        )?;
+        if let Some(url) = remote {
+            match sampler::pull(url, since_unix_ms, &dir.join("samples-remote.csv")).await {
+                Ok(rows) => say(format!("pulled {rows} remote samples from {url}")),
+                Err(e) => say(format!(
+                    "warning: could not pull remote samples from {url}: {e}"
+                )),
+            }
+        }
+        Ok(cost)
+    }
+
     /// Stop sampling without a summary (a cell that ended before its rated window,
     /// e.g. refused at setup). Whatever was sampled stays in samples.csv.
     pub fn stop(mut self) {

@@ -114,6 +114,16 @@ pub enum Accept {
     AtLeastOnce,
 }
 
+impl Accept {
+    /// The name `produced.meta` and the checker use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Accept::ExactlyOnce => "exactly-once",
+            Accept::AtLeastOnce => "at-least-once",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Hot {

@@ -68,6 +68,69 @@ impl Invocation<'_> {
     }
 }
 
+/// The `invocation.txt` of one cell: written when the cell starts (so a crashed run
+/// still says how it was made) and again when it ends, with its outcome.
+#[derive(Debug)]
+pub struct InvocationFile {
+    path: std::path::PathBuf,
+    argv: Vec<String>,
+    scenario_path: std::path::PathBuf,
+    scenario_text: String,
+    resolved_yaml: String,
+    pub host: Host,
+    pub started: std::time::SystemTime,
+}
+
+impl InvocationFile {
+    /// Probe the host, note the start, and write the file without an outcome.
+    pub fn begin(
+        loaded: &crate::scenario::Loaded,
+        opts: &crate::run::RunOptions,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let f = InvocationFile {
+            path: opts.out.join("invocation.txt"),
+            argv: opts.argv.clone(),
+            scenario_path: opts.scenario_path.clone(),
+            scenario_text: loaded.source_text.clone(),
+            resolved_yaml: serde_yaml::to_string(&loaded.scenario)
+                .context("serialising the resolved scenario")?,
+            host: Host::probe(),
+            started: std::time::SystemTime::now(),
+        };
+        f.write(None, None)?;
+        Ok(f)
+    }
+
+    /// Rewrite the file, with the end and the outcome once they are known.
+    pub fn write(
+        &self,
+        ended: Option<std::time::SystemTime>,
+        outcome: Option<&str>,
+    ) -> anyhow::Result<()> {
+        use anyhow::Context as _;
+        let inv = Invocation {
+            argv: &self.argv,
+            scenario_path: &self.scenario_path,
+            scenario_text: &self.scenario_text,
+            resolved_yaml: &self.resolved_yaml,
+            host: &self.host,
+            started: self.started,
+            ended,
+            outcome,
+        };
+        std::fs::write(&self.path, inv.render())
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Milliseconds since the epoch at the start.
+    pub fn started_unix_ms(&self) -> u64 {
+        self.started
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
 fn shell_join(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {

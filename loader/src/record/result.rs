@@ -54,6 +54,59 @@ pub struct BuildInfo {
     pub git_commit: String,
 }
 
+impl BuildInfo {
+    /// This build's version and commit.
+    pub fn current() -> Self {
+        let (version, git_commit) = crate::record::invocation::build_id();
+        BuildInfo {
+            version,
+            git_commit,
+        }
+    }
+}
+
+impl Times {
+    /// The times of a cell that started at `started` (wall clock), whose rated window
+    /// began at `rated_start_us` (µs since the epoch) and ran `rated_sec`.
+    pub fn new(
+        started: std::time::SystemTime,
+        ended: std::time::SystemTime,
+        rated_start_us: i64,
+        rated_sec: f64,
+        warmup_sec: f64,
+        drain_sec: f64,
+        hydration_sec: f64,
+    ) -> Self {
+        use crate::record::invocation::utc;
+        let rated_start_unix_ms = rated_start_us / 1000;
+        Times {
+            started_utc: utc(started),
+            ended_utc: utc(ended),
+            started_unix_ms: started
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+            rated_start_unix_ms,
+            rated_end_unix_ms: rated_start_unix_ms + (rated_sec * 1000.0) as i64,
+            rated_sec,
+            warmup_sec,
+            drain_sec,
+            hydration_sec,
+        }
+    }
+}
+
+/// Write `result.json` (pretty, one trailing newline, secrets redacted).
+pub fn write_result<T: Serialize>(dir: &std::path::Path, result: &T) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let mut json = serde_json::to_string_pretty(result).context("serialising result.json")?;
+    json.push('\n');
+    std::fs::write(
+        dir.join("result.json"),
+        crate::record::redact::redact(&json),
+    )
+    .context("writing result.json")
+}
+
 #[derive(Debug, Serialize)]
 pub struct Times {
     pub started_utc: String,
@@ -165,6 +218,25 @@ pub struct LoaderFigures {
     /// Scheduling the pacer threads got: `fifo` (real-time), `nice` (−10) or
     /// `normal` (no privilege: they competed with the stages as equals).
     pub pacer_priority: String,
+}
+
+impl LoaderFigures {
+    /// The loader's figures over a rated window in which it used `cpu_seconds` of CPU
+    /// in `wall_sec` and made `deliveries`.
+    pub fn measure(cpu_seconds: f64, wall_sec: f64, deliveries: u64) -> Self {
+        let cores = cpu_seconds / wall_sec.max(1e-9);
+        let avail = crate::record::host::cores_available();
+        LoaderFigures {
+            cpu_cores_mean: cores,
+            cores_available: avail,
+            cpu_fraction_of_available: cores / avail,
+            cpu_us_per_delivery: cpu_seconds * 1e6 / deliveries.max(1) as f64,
+            peak_rss_bytes: crate::record::host::peak_rss_bytes(),
+            runtime_threads: tokio::runtime::Handle::try_current()
+                .map_or(0, |h| h.metrics().num_workers()),
+            pacer_priority: crate::priority::pacer_priority().to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]

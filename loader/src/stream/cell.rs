@@ -11,12 +11,15 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::{get, FlowCounters};
+use crate::drain::{abandon_at_deadline, drain};
 use crate::metrics::Window;
-use crate::record::host::{cores_available, peak_rss_bytes, process_cpu_seconds, Host};
-use crate::record::invocation::{build_id, utc, Invocation};
-use crate::record::result::{BuildInfo, DrainFigures, LoaderFigures, Times, VoidFigures};
-use crate::run::{Outcome, RunOptions, RunReport};
-use crate::scenario::{Accept, Loaded};
+use crate::record::host::cores_available;
+use crate::record::invocation::InvocationFile;
+use crate::record::result::{
+    write_result, BuildInfo, DrainFigures, LoaderFigures, Times, VoidFigures,
+};
+use crate::run::{refused_cell, verify, RunOptions, RunReport};
+use crate::scenario::Loaded;
 use crate::stage::now_us;
 use crate::stream::config::{workers_for, StreamSection};
 use crate::stream::ledger::Ledger;
@@ -36,23 +39,6 @@ pub fn group_names(groups: u64) -> Vec<String> {
     (1..=groups).map(|i| format!("g{i}")).collect()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DrainEnd {
-    CaughtUp,
-    Grace,
-    CutShort,
-}
-
-impl DrainEnd {
-    fn name(&self) -> &'static str {
-        match self {
-            DrainEnd::CaughtUp => "caught-up",
-            DrainEnd::Grace => "grace",
-            DrainEnd::CutShort => "cut-short",
-        }
-    }
-}
-
 /// Run one stream cell. `loaded.scenario` has one rate (`rate` set, ladder resolved
 /// by the caller); `ladder` is the ladder it came from, for the record.
 pub async fn run_stream_cell(
@@ -64,24 +50,8 @@ pub async fn run_stream_cell(
     let s = &loaded.scenario;
     let st: &StreamSection = s.stream.as_ref().context("stream section missing")?;
     let dir = opts.out.clone();
-    let host = Host::probe();
-    let started = SystemTime::now();
-    let resolved_yaml = serde_yaml::to_string(s).context("serialising the resolved scenario")?;
-    let write_invocation = |ended: Option<SystemTime>, outcome: Option<&str>| -> Result<()> {
-        let inv = Invocation {
-            argv: &opts.argv,
-            scenario_path: &opts.scenario_path,
-            scenario_text: &loaded.source_text,
-            resolved_yaml: &resolved_yaml,
-            host: &host,
-            started,
-            ended,
-            outcome,
-        };
-        std::fs::write(dir.join("invocation.txt"), inv.render())
-            .with_context(|| format!("writing {}", dir.join("invocation.txt").display()))
-    };
-    write_invocation(None, None)?;
+    let inv = InvocationFile::begin(loaded, opts)?;
+    let started = inv.started;
     let sampling = crate::sampling::start(s, &dir)?;
     let say = |m: String| {
         if !opts.quiet {
@@ -123,17 +93,7 @@ pub async fn run_stream_cell(
     };
     let description = match crate::systems::setup(&*broker, s, &topo).await? {
         Ok(d) => d,
-        Err(refusal) => {
-            let summary =
-                crate::record::refused::record(&dir, s, &host, started, topo.lanes, refusal)?;
-            write_invocation(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
-            sampling.stop();
-            return Ok(RunReport {
-                outcome: Outcome::Refused,
-                dir,
-                summary,
-            });
-        }
+        Err(refusal) => return refused_cell(&inv, s, topo.lanes, refusal, sampling, dir),
     };
 
     // Consumers: one sink per group.
@@ -234,39 +194,23 @@ pub async fn run_stream_cell(
     let rt = tokio::runtime::Handle::current();
     let pusher = Pusher::start(plan, env, start, start_us, warm + rated, &rt);
 
-    let sleep_until = |at: Instant| tokio::time::sleep_until(tokio::time::Instant::from_std(at));
-    let mut stopped_early = false;
-    let mut cpu_at_start = process_cpu_seconds();
-    let mut wall_at_start = Instant::now();
-    let mut created_at_start = 0;
     let acked_now = || {
         stream_counters
             .iter()
             .map(|c| StreamCounters::get(&c.acked))
             .sum::<u64>()
     };
-    let mut acked_at_start = 0;
     let popped_now = || sinks.iter().map(|s| get(&s.counters.popped)).sum::<u64>();
-    let mut popped_at_start = 0;
-    tokio::select! {
-        _ = sleep_until(start + warm) => {
-            cpu_at_start = process_cpu_seconds();
-            wall_at_start = Instant::now();
-            created_at_start = ledger.created.count();
-            acked_at_start = acked_now();
-            popped_at_start = popped_now();
-            *phase.lock() = "rated";
-        }
-        _ = interrupt.cancelled() => { stopped_early = true; }
-    }
-    if !stopped_early {
-        tokio::select! {
-            _ = sleep_until(start + warm + rated) => {}
-            _ = interrupt.cancelled() => { stopped_early = true; }
-        }
-    }
-    let cpu_at_end = process_cpu_seconds();
-    let wall_rated = wall_at_start.elapsed().as_secs_f64().max(1e-9);
+    let (mut created_at_start, mut acked_at_start, mut popped_at_start) = (0, 0, 0);
+    let edges = crate::rated::run_window(start, warm, rated, interrupt, || {
+        created_at_start = ledger.created.count();
+        acked_at_start = acked_now();
+        popped_at_start = popped_now();
+        *phase.lock() = "rated";
+    })
+    .await;
+    let stopped_early = edges.stopped_early;
+    let wall_rated = edges.wall_sec;
     let created_at_end = ledger.created.count();
     let popped_rated_at_end: u64 = sinks.iter().map(|s| get(&s.counters.popped_rated)).sum();
     let acked_at_end = acked_now();
@@ -278,45 +222,23 @@ pub async fn run_stream_cell(
     *phase.lock() = "drain";
     let drain_start = Instant::now();
     let drain_max = s.drain.max.0;
-    {
-        let abandon = abandon.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(drain_max).await;
-            abandon.cancel();
-        });
-    }
+    abandon_at_deadline(&abandon, drain_max, interrupt);
     pusher.finish().await;
 
-    let grace = s.drain.grace.map(|d| d.0).unwrap_or_else(|| {
-        Duration::from_millis(description.lease_ms.unwrap_or(0) + 5000).max(Duration::from_secs(5))
-    });
-    let popped_total = || sinks.iter().map(|s| get(&s.counters.popped)).sum::<u64>();
-    let mut last_total = popped_total();
-    let mut last_move = Instant::now();
+    let grace = crate::drain::grace(s.drain.grace.map(|d| d.0), description.lease_ms);
     let groups_n = groups.len() as u64;
-    let drain_end = loop {
-        // Cheap count test first, then the exact per-partition one.
-        if popped_total() >= get(&flow.published) * groups_n && ledger.caught_up() {
-            break DrainEnd::CaughtUp;
-        }
-        let total = popped_total();
-        if total != last_total {
-            last_total = total;
-            last_move = Instant::now();
-        }
-        if last_move.elapsed() >= grace {
-            break DrainEnd::Grace;
-        }
-        if drain_start.elapsed() >= drain_max {
-            break DrainEnd::CutShort;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-            _ = async { if stopped_early { std::future::pending::<()>().await } else { interrupt.cancelled().await } } => {
-                break DrainEnd::CutShort;
-            }
-        }
-    };
+    // Cheap count test first, then the exact per-partition one.
+    let caught_up = || popped_now() >= get(&flow.published) * groups_n && ledger.caught_up();
+    let drain_end = drain(
+        drain_start,
+        grace,
+        drain_max,
+        interrupt,
+        stopped_early,
+        caught_up,
+        popped_now,
+    )
+    .await;
     let drain_sec = drain_start.elapsed().as_secs_f64();
     say(format!(
         "drain: {} after {:.1}s",
@@ -335,10 +257,7 @@ pub async fn run_stream_cell(
         partitions: shape.space,
         rate: s.rate,
         drain: drain_end.name(),
-        delivery: match s.accept {
-            Accept::ExactlyOnce => "exactly-once",
-            Accept::AtLeastOnce => "at-least-once",
-        },
+        delivery: s.accept.name(),
         streams: groups
             .iter()
             .zip(&stream_counters)
@@ -347,61 +266,37 @@ pub async fn run_stream_cell(
         acked: &ledger.acked,
     };
     std::fs::write(dir.join("produced.meta"), meta.render()).context("writing produced.meta")?;
-    let verdict = checker::verify_dir(
-        &dir,
-        &checker::VerifyOptions {
-            allow_duplicates: s.accept == Accept::AtLeastOnce,
-            ..Default::default()
-        },
-    )
-    .context("verifying the stream logs")?;
+    let verdict = verify(&dir, s.accept)?;
 
     let published_rated = get(&flow.published_rated);
-    let cost = sampling.finish(
-        sampler::RatedWindow {
-            start_unix_ms: (rated_start_us / 1000) as u64,
-            end_unix_ms: (rated_start_us / 1000) as u64
-                + (if stopped_early {
-                    wall_rated
-                } else {
-                    rated.as_secs_f64()
-                } * 1000.0) as u64,
-        },
-        sampler::WorkloadFacts {
-            ingress_events: published_rated,
-            deliveries: popped_rated_at_end,
-            physical_publishes: (published_rated as f64 * description.publishes_per_ingress_event)
-                .round() as u64,
-            ordered_lanes: description.ordered_lanes,
-            connections: description.connections,
-            consumers: description.consumer_members,
-            queues: description.physical_queues,
-            partitions: st.lanes(),
-            loader_cores_available: cores_available(),
-        },
-    )?;
-    if let Some(url) = &opts.sampler_url {
-        let since = started
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        match sampler::pull(url, since, &dir.join("samples-remote.csv")).await {
-            Ok(rows) => say(format!("pulled {rows} remote samples from {url}")),
-            Err(e) => say(format!(
-                "warning: could not pull remote samples from {url}: {e}"
-            )),
-        }
-    }
+    let rated_sec = edges.rated_sec();
+    let cost = sampling
+        .finish_cell(
+            rated_start_us,
+            rated_sec,
+            sampler::WorkloadFacts {
+                ingress_events: published_rated,
+                deliveries: popped_rated_at_end,
+                physical_publishes: (published_rated as f64
+                    * description.publishes_per_ingress_event)
+                    .round() as u64,
+                ordered_lanes: description.ordered_lanes,
+                connections: description.connections,
+                consumers: description.consumer_members,
+                queues: description.physical_queues,
+                partitions: st.lanes(),
+                loader_cores_available: cores_available(),
+            },
+            opts.sampler_url.as_deref(),
+            inv.started_unix_ms(),
+            say,
+        )
+        .await?;
 
     // Figures.
     let snap = flow.snapshot();
     let identity_holds = snap.identity_holds();
-    let rated_sec = if stopped_early {
-        wall_rated
-    } else {
-        rated.as_secs_f64()
-    };
-    let loader_cores = (cpu_at_end - cpu_at_start) / wall_rated;
-    let avail = cores_available();
+    let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, popped_rated_at_end);
     let lag = push_metrics.schedule_lag.summary();
     let popped_rated: u64 = sinks.iter().map(|s| get(&s.counters.popped_rated)).sum();
     let e2e = sink_metrics.e2e.summary();
@@ -415,30 +310,16 @@ pub async fn run_stream_cell(
     } else {
         0.0
     };
-    let mut void_reasons = Vec::new();
-    if snap.shed_pacer > 0 {
-        void_reasons.push(format!(
-            "the pacer fell more than {} requests behind and skipped {} messages (loader could not hold the schedule)",
-            crate::producer::CATCH_UP_CAP,
-            snap.shed_pacer
-        ));
-    }
-    if loader_cores / avail > s.void.loader_cpu_max {
-        void_reasons.push(format!(
-            "loader used {:.2} of {:.0} cores ({:.0}% > {:.0}% allowed)",
-            loader_cores,
-            avail,
-            100.0 * loader_cores / avail,
-            100.0 * s.void.loader_cpu_max
-        ));
-    }
-    let lag_max_ms = s.void.schedule_lag_p99_max.secs_f64() * 1000.0;
-    if lag.p99_ms > lag_max_ms {
-        void_reasons.push(format!(
-            "schedule lag p99 {:.2} ms > {:.2} ms allowed (void.schedule_lag_p99_max)",
-            lag.p99_ms, lag_max_ms
-        ));
-    }
+    let void_reasons = crate::void_rule::reasons(
+        &s.void,
+        &crate::void_rule::LoaderLoad {
+            shed_pacer: snap.shed_pacer,
+            unit: "messages",
+            cores: loader.cpu_cores_mean,
+            cores_available: loader.cores_available,
+            schedule_lag_p99_ms: lag.p99_ms,
+        },
+    );
     if snap.shed_backpressure > 0 {
         warnings.push(format!(
             "{} messages shed: the push queues ({} requests over {} workers) were full, the system did not absorb the offered rate",
@@ -449,13 +330,7 @@ pub async fn run_stream_cell(
         warnings
             .push("accounting identity offered = published + shed + failed does not hold".into());
     }
-    let outcome = if !verdict.pass || !identity_holds {
-        Outcome::Fail
-    } else if !void_reasons.is_empty() {
-        Outcome::Void
-    } else {
-        Outcome::Pass
-    };
+    let outcome = crate::void_rule::outcome(verdict.pass, identity_holds, &void_reasons);
     let ended = SystemTime::now();
     let ack_calls: u64 = stream_counters
         .iter()
@@ -471,14 +346,9 @@ pub async fn run_stream_cell(
         .zip(&push_counters.errors)
         .map(|(c, n)| (c.to_string(), get(n)))
         .collect();
-    let (version, commit) = build_id();
-    let ms = |us: i64| us / 1000;
     let result = StreamCellResult {
         schema_version: crate::record::result::SCHEMA_VERSION,
-        crossbench: BuildInfo {
-            version,
-            git_commit: commit,
-        },
+        crossbench: BuildInfo::current(),
         cell: s.name.clone(),
         outcome: outcome.name().into(),
         system: description.system.clone(),
@@ -486,20 +356,16 @@ pub async fn run_stream_cell(
         durability: description.durability,
         delivery: description.delivery,
         accept: s.accept,
-        time: Times {
-            started_utc: utc(started),
-            ended_utc: utc(ended),
-            started_unix_ms: started
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
-            rated_start_unix_ms: ms(rated_start_us),
-            rated_end_unix_ms: ms(rated_start_us) + (rated_sec * 1000.0) as i64,
+        time: Times::new(
+            started,
+            ended,
+            rated_start_us,
             rated_sec,
-            warmup_sec: warm.as_secs_f64(),
+            warm.as_secs_f64(),
             drain_sec,
-            hydration_sec: 0.0,
-        },
-        host: host.clone(),
+            0.0,
+        ),
+        host: inv.host.clone(),
         workload: StreamWorkload {
             kind: "stream".into(),
             rate_msgs_per_sec: s.rate,
@@ -593,16 +459,7 @@ pub async fn run_stream_cell(
                 .map(|c| StreamCounters::get(&c.ack_errors))
                 .sum(),
         },
-        loader: LoaderFigures {
-            cpu_cores_mean: loader_cores,
-            cores_available: avail,
-            cpu_fraction_of_available: loader_cores / avail,
-            cpu_us_per_delivery: (cpu_at_end - cpu_at_start) * 1e6
-                / popped_rated_at_end.max(1) as f64,
-            peak_rss_bytes: peak_rss_bytes(),
-            runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
-            pacer_priority: crate::priority::pacer_priority().to_string(),
-        },
+        loader,
         drain: DrainFigures {
             outcome: drain_end.name().into(),
             seconds: drain_sec,
@@ -618,14 +475,8 @@ pub async fn run_stream_cell(
         broker_stats,
         warnings,
     };
-    let mut json = serde_json::to_string_pretty(&result).context("serialising result.json")?;
-    json.push('\n');
-    std::fs::write(
-        dir.join("result.json"),
-        crate::record::redact::redact(&json),
-    )
-    .context("writing result.json")?;
-    write_invocation(Some(ended), Some(outcome.name()))?;
+    write_result(&dir, &result)?;
+    inv.write(Some(ended), Some(outcome.name()))?;
     let summary = render_summary(&result, &verdict.render_table(), &dir);
     Ok(RunReport {
         outcome,
