@@ -14,7 +14,6 @@ use crate::drain::{abandon_at_deadline, drain};
 use crate::metrics::{Metrics, Window};
 use crate::plan::Plan;
 use crate::producer::{hydrate, FlowSpec, Producer, ProducerEnv};
-use crate::record::host::cores_available;
 use crate::record::invocation::InvocationFile;
 use crate::record::meta::{Meta, StreamMeta};
 use crate::record::result::*;
@@ -411,19 +410,12 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         .finish_cell(
             rated_start_us,
             rated_sec,
-            sampler::WorkloadFacts {
-                ingress_events: published_rated,
-                deliveries: rated_processed(),
-                physical_publishes: (published_rated as f64
-                    * description.publishes_per_ingress_event)
-                    .round() as u64,
-                ordered_lanes: description.ordered_lanes,
-                connections: description.connections,
-                consumers: description.consumer_members,
-                queues: description.physical_queues,
-                partitions: plan.lanes * topo.topics.len() as u64,
-                loader_cores_available: cores_available(),
-            },
+            crate::sampling::workload_facts(
+                &description,
+                published_rated,
+                rated_processed(),
+                plan.lanes * topo.topics.len() as u64,
+            ),
             opts.sampler_url.as_deref(),
             inv.started_unix_ms(),
             say,
@@ -529,25 +521,21 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         }
     });
     let result = CellResult {
-        schema_version: SCHEMA_VERSION,
-        crossbench: BuildInfo::current(),
-        cell: s.name.clone(),
-        outcome: outcome.name().into(),
-        system: description.system.clone(),
-        variant: description.variant.clone(),
-        durability: description.durability,
-        delivery: description.delivery,
-        accept: s.accept,
-        time: Times::new(
-            started,
-            ended,
-            rated_start_us,
-            rated_sec,
-            warm.as_secs_f64(),
-            drain_sec,
-            hydration_sec,
+        head: CellHead::new(
+            s,
+            outcome,
+            &description,
+            Times::new(
+                started,
+                ended,
+                rated_start_us,
+                rated_sec,
+                warm.as_secs_f64(),
+                drain_sec,
+                hydration_sec,
+            ),
+            inv.host.clone(),
         ),
-        host: inv.host.clone(),
         workload: Workload {
             kind: "pipeline".into(),
             rate_events_per_sec: s.rate,
@@ -588,21 +576,23 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
         },
         skew,
         streams: streams_fig,
-        loader,
-        drain: DrainFigures {
-            outcome: drain_end.name().into(),
-            seconds: drain_sec,
-            grace_sec: grace.as_secs_f64(),
-            max_sec: drain_max.as_secs_f64(),
+        tail: CellTail {
+            loader,
+            drain: DrainFigures {
+                outcome: drain_end.name().into(),
+                seconds: drain_sec,
+                grace_sec: grace.as_secs_f64(),
+                max_sec: drain_max.as_secs_f64(),
+            },
+            void: VoidFigures {
+                void: !void_reasons.is_empty(),
+                reasons: void_reasons.clone(),
+            },
+            verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
+            cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
+            broker_stats,
+            warnings: warnings.clone(),
         },
-        void: VoidFigures {
-            void: !void_reasons.is_empty(),
-            reasons: void_reasons.clone(),
-        },
-        verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
-        cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
-        broker_stats,
-        warnings: warnings.clone(),
     };
     write_result(&dir, &result)?;
     inv.write(Some(ended), Some(outcome.name()))?;

@@ -63,6 +63,27 @@ pub fn start(s: &Scenario, dir: &Path) -> Result<Sampling> {
     })
 }
 
+/// What the cost summary divides by: the rated window's ingress events and
+/// deliveries, and what the system provisioned for them (`d`).
+pub fn workload_facts(
+    d: &adapters::Description,
+    ingress_events: u64,
+    deliveries: u64,
+    partitions: u64,
+) -> WorkloadFacts {
+    WorkloadFacts {
+        ingress_events,
+        deliveries,
+        physical_publishes: (ingress_events as f64 * d.publishes_per_ingress_event).round() as u64,
+        ordered_lanes: d.ordered_lanes,
+        connections: d.connections,
+        consumers: d.consumer_members,
+        queues: d.physical_queues,
+        partitions,
+        loader_cores_available: crate::record::host::cores_available(),
+    }
+}
+
 impl Sampling {
     /// Stop sampling and summarise the rated window.
     pub fn finish(mut self, window: RatedWindow, facts: WorkloadFacts) -> Result<CostSummary> {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::histograms::Summary;
-use crate::record::result::CellResult;
+use crate::record::result::{CellHead, CellResult, CellTail};
 
 fn lat(s: &Summary) -> String {
     format!(
@@ -13,21 +13,49 @@ fn lat(s: &Summary) -> String {
     )
 }
 
-pub fn render(r: &CellResult, verdict_table: &str, dir: &Path) -> String {
-    let mut o = String::new();
+/// The first line of a summary: the cell, its system and `shape` (the workload's
+/// own figures), and the rated window as it ran.
+pub fn banner(o: &mut String, head: &CellHead, shape: &str) {
     let _ = writeln!(
         o,
-        "\n=== SUMMARY  cell={}  system={}{}  R={}  P={}  rated={:.1}s ===",
-        r.cell,
-        r.system,
-        if r.variant.is_empty() {
+        "\n=== SUMMARY  cell={}  system={}{}  {shape}  rated={:.1}s ===",
+        head.cell,
+        head.system,
+        if head.variant.is_empty() {
             String::new()
         } else {
-            format!(" ({})", r.variant)
+            format!(" ({})", head.variant)
         },
-        r.workload.rate_events_per_sec,
-        r.workload.properties,
-        r.time.rated_sec
+        head.time.rated_sec
+    );
+}
+
+/// The last lines of a summary: warnings, the checker's table, VOID reasons and the
+/// outcome with the record's place.
+pub fn closing(o: &mut String, head: &CellHead, tail: &CellTail, verdict_table: &str, dir: &Path) {
+    for w in &tail.warnings {
+        let _ = writeln!(o, "warning:   {w}");
+    }
+    o.push('\n');
+    o.push_str(verdict_table);
+    if !verdict_table.ends_with('\n') {
+        o.push('\n');
+    }
+    for reason in &tail.void.reasons {
+        let _ = writeln!(o, "VOID: {reason}");
+    }
+    let _ = writeln!(o, "OUTCOME: {}   record: {}", head.outcome, dir.display());
+}
+
+pub fn render(r: &CellResult, verdict_table: &str, dir: &Path) -> String {
+    let mut o = String::new();
+    banner(
+        &mut o,
+        &r.head,
+        &format!(
+            "R={}  P={}",
+            r.workload.rate_events_per_sec, r.workload.properties
+        ),
     );
     let _ = writeln!(
         o,
@@ -63,7 +91,7 @@ pub fn render(r: &CellResult, verdict_table: &str, dir: &Path) -> String {
         "ideal:     A 45 ms, B 40 ms of simulated work at the median"
     );
     let _ = writeln!(o, "sched lag: {}", lat(&r.latency_ms.schedule_lag));
-    let l = &r.loader;
+    let l = &r.tail.loader;
     let _ = writeln!(
         o,
         "loader:    {:.2} cores of {:.0} ({:.0}%), {:.2} us CPU per delivery, peak RSS {:.0} MiB",
@@ -82,27 +110,14 @@ pub fn render(r: &CellResult, verdict_table: &str, dir: &Path) -> String {
         p.consumer_members,
         p.connections,
         p.publishes_per_ingress_event,
-        r.durability,
-        r.delivery
+        r.head.durability,
+        r.head.delivery
     );
     let _ = writeln!(
         o,
         "drain:     {} after {:.1}s (grace {:.0}s)",
-        r.drain.outcome, r.drain.seconds, r.drain.grace_sec
+        r.tail.drain.outcome, r.tail.drain.seconds, r.tail.drain.grace_sec
     );
-    for w in &r.warnings {
-        let _ = writeln!(o, "warning:   {w}");
-    }
-    o.push('\n');
-    o.push_str(verdict_table);
-    if !verdict_table.ends_with('\n') {
-        o.push('\n');
-    }
-    if r.void.void {
-        for reason in &r.void.reasons {
-            let _ = writeln!(o, "VOID: {reason}");
-        }
-    }
-    let _ = writeln!(o, "OUTCOME: {}   record: {}", r.outcome, dir.display());
+    closing(&mut o, &r.head, &r.tail, verdict_table, dir);
     o
 }

@@ -13,8 +13,9 @@ use crate::record::host::Host;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The fields every cell's `result.json` begins with, in both workloads.
 #[derive(Debug, Serialize)]
-pub struct CellResult {
+pub struct CellHead {
     pub schema_version: u32,
     pub crossbench: BuildInfo,
     pub cell: String,
@@ -27,6 +28,50 @@ pub struct CellResult {
     pub accept: crate::scenario::Accept,
     pub time: Times,
     pub host: Host,
+}
+
+impl CellHead {
+    /// The head of a cell of scenario `s` that the system described as `d`.
+    pub fn new(
+        s: &crate::scenario::Scenario,
+        outcome: crate::run::Outcome,
+        d: &adapters::Description,
+        time: Times,
+        host: Host,
+    ) -> Self {
+        CellHead {
+            schema_version: SCHEMA_VERSION,
+            crossbench: BuildInfo::current(),
+            cell: s.name.clone(),
+            outcome: outcome.name().into(),
+            system: d.system.clone(),
+            variant: d.variant.clone(),
+            durability: d.durability,
+            delivery: d.delivery,
+            accept: s.accept,
+            time,
+            host,
+        }
+    }
+}
+
+/// The fields every cell's `result.json` ends with, in both workloads.
+#[derive(Debug, Serialize)]
+pub struct CellTail {
+    pub loader: LoaderFigures,
+    pub drain: DrainFigures,
+    pub void: VoidFigures,
+    pub verdict: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<serde_json::Value>,
+    pub broker_stats: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellResult {
+    #[serde(flatten)]
+    pub head: CellHead,
     pub workload: Workload,
     pub invariants: Invariants,
     pub provisioned: adapters::Description,
@@ -38,14 +83,8 @@ pub struct CellResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skew: Option<Skew>,
     pub streams: Vec<StreamFigures>,
-    pub loader: LoaderFigures,
-    pub drain: DrainFigures,
-    pub void: VoidFigures,
-    pub verdict: serde_json::Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<serde_json::Value>,
-    pub broker_stats: BTreeMap<String, u64>,
-    pub warnings: Vec<String>,
+    #[serde(flatten)]
+    pub tail: CellTail,
 }
 
 #[derive(Debug, Serialize)]

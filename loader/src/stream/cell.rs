@@ -13,10 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::counters::{get, FlowCounters};
 use crate::drain::{abandon_at_deadline, drain};
 use crate::metrics::Window;
-use crate::record::host::cores_available;
 use crate::record::invocation::InvocationFile;
 use crate::record::result::{
-    write_result, BuildInfo, DrainFigures, LoaderFigures, Times, VoidFigures,
+    write_result, CellHead, CellTail, DrainFigures, LoaderFigures, Times, VoidFigures,
 };
 use crate::run::{refused_cell, verify, RunOptions, RunReport};
 use crate::scenario::Loaded;
@@ -274,19 +273,12 @@ pub async fn run_stream_cell(
         .finish_cell(
             rated_start_us,
             rated_sec,
-            sampler::WorkloadFacts {
-                ingress_events: published_rated,
-                deliveries: popped_rated_at_end,
-                physical_publishes: (published_rated as f64
-                    * description.publishes_per_ingress_event)
-                    .round() as u64,
-                ordered_lanes: description.ordered_lanes,
-                connections: description.connections,
-                consumers: description.consumer_members,
-                queues: description.physical_queues,
-                partitions: st.lanes(),
-                loader_cores_available: cores_available(),
-            },
+            crate::sampling::workload_facts(
+                &description,
+                published_rated,
+                popped_rated_at_end,
+                st.lanes(),
+            ),
             opts.sampler_url.as_deref(),
             inv.started_unix_ms(),
             say,
@@ -347,25 +339,21 @@ pub async fn run_stream_cell(
         .map(|(c, n)| (c.to_string(), get(n)))
         .collect();
     let result = StreamCellResult {
-        schema_version: crate::record::result::SCHEMA_VERSION,
-        crossbench: BuildInfo::current(),
-        cell: s.name.clone(),
-        outcome: outcome.name().into(),
-        system: description.system.clone(),
-        variant: description.variant.clone(),
-        durability: description.durability,
-        delivery: description.delivery,
-        accept: s.accept,
-        time: Times::new(
-            started,
-            ended,
-            rated_start_us,
-            rated_sec,
-            warm.as_secs_f64(),
-            drain_sec,
-            0.0,
+        head: CellHead::new(
+            s,
+            outcome,
+            &description,
+            Times::new(
+                started,
+                ended,
+                rated_start_us,
+                rated_sec,
+                warm.as_secs_f64(),
+                drain_sec,
+                0.0,
+            ),
+            inv.host.clone(),
         ),
-        host: inv.host.clone(),
         workload: StreamWorkload {
             kind: "stream".into(),
             rate_msgs_per_sec: s.rate,
@@ -459,21 +447,23 @@ pub async fn run_stream_cell(
                 .map(|c| StreamCounters::get(&c.ack_errors))
                 .sum(),
         },
-        loader,
-        drain: DrainFigures {
-            outcome: drain_end.name().into(),
-            seconds: drain_sec,
-            grace_sec: grace.as_secs_f64(),
-            max_sec: drain_max.as_secs_f64(),
+        tail: CellTail {
+            loader,
+            drain: DrainFigures {
+                outcome: drain_end.name().into(),
+                seconds: drain_sec,
+                grace_sec: grace.as_secs_f64(),
+                max_sec: drain_max.as_secs_f64(),
+            },
+            void: VoidFigures {
+                void: !void_reasons.is_empty(),
+                reasons: void_reasons,
+            },
+            verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
+            cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
+            broker_stats,
+            warnings,
         },
-        void: VoidFigures {
-            void: !void_reasons.is_empty(),
-            reasons: void_reasons,
-        },
-        verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
-        cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
-        broker_stats,
-        warnings,
     };
     write_result(&dir, &result)?;
     inv.write(Some(ended), Some(outcome.name()))?;
@@ -488,20 +478,13 @@ pub async fn run_stream_cell(
 fn render_summary(r: &StreamCellResult, verdict_table: &str, dir: &std::path::Path) -> String {
     let mut o = String::new();
     let l = &r.latency_ms;
-    let _ = writeln!(
-        o,
-        "\n=== SUMMARY  cell={}  system={}{}  stream  rate={} msg/s  space={} window={}  rated={:.1}s ===",
-        r.cell,
-        r.system,
-        if r.variant.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", r.variant)
-        },
-        r.workload.rate_msgs_per_sec,
-        r.workload.space,
-        r.workload.window,
-        r.time.rated_sec
+    crate::summary::banner(
+        &mut o,
+        &r.head,
+        &format!(
+            "stream  rate={} msg/s  space={} window={}",
+            r.workload.rate_msgs_per_sec, r.workload.space, r.workload.window
+        ),
     );
     for (name, f) in &r.flows {
         let _ = writeln!(
@@ -552,16 +535,9 @@ fn render_summary(r: &StreamCellResult, verdict_table: &str, dir: &std::path::Pa
     let _ = writeln!(
         o,
         "loader:   {:.2} cores  peak RSS {:.1} MB",
-        r.loader.cpu_cores_mean,
-        r.loader.peak_rss_bytes as f64 / 1e6
+        r.tail.loader.cpu_cores_mean,
+        r.tail.loader.peak_rss_bytes as f64 / 1e6
     );
-    o.push_str(verdict_table);
-    for w in &r.warnings {
-        let _ = writeln!(o, "warning: {w}");
-    }
-    for v in &r.void.reasons {
-        let _ = writeln!(o, "VOID: {v}");
-    }
-    let _ = writeln!(o, "outcome: {}   record: {}", r.outcome, dir.display());
+    crate::summary::closing(&mut o, &r.head, &r.tail, verdict_table, dir);
     o
 }

@@ -11,22 +11,12 @@ use serde::Serialize;
 
 use crate::counters::FlowSnapshot;
 use crate::histograms::Summary;
-use crate::record::host::Host;
-use crate::record::result::{BuildInfo, DrainFigures, LoaderFigures, Times, VoidFigures};
+use crate::record::result::{CellHead, CellTail};
 
 #[derive(Debug, Serialize)]
 pub struct StreamCellResult {
-    pub schema_version: u32,
-    pub crossbench: BuildInfo,
-    pub cell: String,
-    pub outcome: String,
-    pub system: String,
-    pub variant: String,
-    pub durability: adapters::Durability,
-    pub delivery: adapters::DeliveryGuarantee,
-    pub accept: crate::scenario::Accept,
-    pub time: Times,
-    pub host: Host,
+    #[serde(flatten)]
+    pub head: CellHead,
     pub workload: StreamWorkload,
     pub provisioned: adapters::Description,
     /// One flow, `S`, counted in messages.
@@ -37,14 +27,8 @@ pub struct StreamCellResult {
     pub partitions: PartitionFigures,
     pub groups: Vec<GroupFigures>,
     pub errors: ErrorFigures,
-    pub loader: LoaderFigures,
-    pub drain: DrainFigures,
-    pub void: VoidFigures,
-    pub verdict: serde_json::Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<serde_json::Value>,
-    pub broker_stats: BTreeMap<String, u64>,
-    pub warnings: Vec<String>,
+    #[serde(flatten)]
+    pub tail: CellTail,
 }
 
 #[derive(Debug, Serialize)]
