@@ -97,6 +97,9 @@ pub struct Workload {
     /// `pipeline` (absent in older records) or `stream`.
     pub kind: String,
     pub rate_events_per_sec: u64,
+    /// Stream cells: offered messages/s, and the partition space.
+    pub rate_msgs_per_sec: u64,
+    pub space: u64,
     pub properties: u64,
     pub lanes: u64,
     pub batch: u64,
@@ -127,6 +130,9 @@ pub struct Flow {
 #[serde(default)]
 pub struct Throughput {
     pub offered_per_sec: f64,
+    pub published_per_sec: f64,
+    /// Stream cells: messages consumed per second per group.
+    pub popped_per_sec: f64,
     pub deliveries_per_sec: f64,
     pub served_fraction: f64,
     pub reference_deliveries_per_sec: f64,
@@ -137,6 +143,8 @@ pub struct Throughput {
 pub struct Latency {
     pub e2e_a: Summary,
     pub e2e_b: Summary,
+    /// Stream cells: every delivery.
+    pub e2e: Summary,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -248,6 +256,25 @@ impl CellRecord {
     /// A cell of the stream workload, whose figures the pipeline tables do not read.
     pub fn is_stream(&self) -> bool {
         self.result.workload.kind == "stream"
+    }
+
+    /// The offered rate: ingress events/s (pipeline) or messages/s (stream).
+    pub fn offered_rate(&self) -> u64 {
+        if self.is_stream() {
+            self.result.workload.rate_msgs_per_sec
+        } else {
+            self.result.workload.rate_events_per_sec
+        }
+    }
+
+    /// The end-to-end latency the reference's tables quote: flow A (pipeline), every
+    /// delivery (stream).
+    pub fn headline_e2e(&self) -> &Summary {
+        if self.is_stream() {
+            &self.result.latency_ms.e2e
+        } else {
+            &self.result.latency_ms.e2e_a
+        }
     }
 
     pub fn is_void(&self) -> bool {

@@ -51,28 +51,62 @@ pub fn compare(p: &PublishedCell, c: &CellRecord) -> Comparison {
         format!("{} (published) vs {} (measured)", p.id, c.name()),
         &["figure", "published", "measured", "measured ÷ published"],
     );
-    t.notes.push("latency: flow A, as the reference's tables; deliveries/s and served %: all deliveries ÷ rated seconds, the reference's way (warm-up and drain included, hence above 100 % when the warm-up is long against the rated window).".into());
+    let stream = c.is_stream();
+    if stream {
+        t.notes.push("stream workload (SPEC §9): latency over every delivery of the rated window; messages/s: accepted pushes per second; served %: messages consumed per group per second ÷ offered.".into());
+    } else {
+        t.notes.push("latency: flow A, as the reference's tables; deliveries/s and served %: all deliveries ÷ rated seconds, the reference's way (warm-up and drain included, hence above 100 % when the warm-up is long against the rated window).".into());
+    }
     if r.system == "pgmq" {
         t.notes.push("RAM here: RSS summed over PostgreSQL's processes, which counts shared buffers once per backend and overstates; the published figure is the container's memory.current.".into());
     }
     let shed = Some(c.shed() as f64);
-    let rows = vec![
-        fig_row("e2e p50 ms", f.p50_ms, Some(r.latency_ms.e2e_a.p50_ms), ms),
-        fig_row("e2e p95 ms", f.p95_ms, Some(r.latency_ms.e2e_a.p95_ms), ms),
-        fig_row("e2e p99 ms", f.p99_ms, Some(r.latency_ms.e2e_a.p99_ms), ms),
-        fig_row(
-            "deliveries/s",
-            f.deliveries_per_sec,
-            Some(r.throughput.reference_deliveries_per_sec),
-            n0,
-        ),
-        fig_row("served %", f.served_pct, ref_served, n0),
-        fig_row(
-            "served % of rated events (crossbench's own)",
-            None,
-            Some(r.throughput.served_fraction * 100.0),
-            n0,
-        ),
+    let e2e = c.headline_e2e();
+    let mut rows = vec![
+        fig_row("e2e p50 ms", f.p50_ms, Some(e2e.p50_ms), ms),
+        fig_row("e2e p95 ms", f.p95_ms, Some(e2e.p95_ms), ms),
+        fig_row("e2e p99 ms", f.p99_ms, Some(e2e.p99_ms), ms),
+    ];
+    if stream {
+        rows.extend([
+            fig_row("e2e p99.9 ms", f.p999_ms, Some(e2e.p999_ms), ms),
+            fig_row(
+                "messages/s",
+                f.messages_per_sec,
+                Some(r.throughput.published_per_sec),
+                n0,
+            ),
+            fig_row(
+                "consumed messages/s per group",
+                None,
+                Some(r.throughput.popped_per_sec),
+                n0,
+            ),
+            fig_row(
+                "served %",
+                f.served_pct,
+                Some(r.throughput.served_fraction * 100.0),
+                n0,
+            ),
+        ]);
+    } else {
+        rows.extend([
+            fig_row(
+                "deliveries/s",
+                f.deliveries_per_sec,
+                Some(r.throughput.reference_deliveries_per_sec),
+                n0,
+            ),
+            fig_row("served %", f.served_pct, ref_served, n0),
+            fig_row(
+                "served % of rated events (crossbench's own)",
+                None,
+                Some(r.throughput.served_fraction * 100.0),
+                n0,
+            ),
+        ]);
+    }
+    rows.extend([
         fig_row("system cores", f.cores, c.system_cores(), n2),
         fig_row(
             "RAM GB (peak)",
@@ -102,20 +136,20 @@ pub fn compare(p: &PublishedCell, c: &CellRecord) -> Comparison {
             n0,
         ),
         fig_row("shed", f.shed.map(|v| v as f64), shed, n0),
-        vec![
-            "verdict".into(),
-            match &f.verdict_note {
-                Some(n) => format!("{} ({n})", f.verdict),
-                None => f.verdict.clone(),
-            },
-            r.outcome.clone(),
-            if f.verdict == r.outcome {
-                "same".into()
-            } else {
-                "differs".into()
-            },
-        ],
-    ];
+    ]);
+    rows.push(vec![
+        "verdict".into(),
+        match &f.verdict_note {
+            Some(n) => format!("{} ({n})", f.verdict),
+            None => f.verdict.clone(),
+        },
+        r.outcome.clone(),
+        if f.verdict == r.outcome {
+            "same".into()
+        } else {
+            "differs".into()
+        },
+    ]);
     t.sections.push(Section {
         heading: None,
         rows,
@@ -167,24 +201,39 @@ pub fn differences(p: &PublishedCell, c: &CellRecord) -> Vec<String> {
             }
         }
     };
-    scale(
-        "R (ingress events/s)",
-        s.rate_per_sec,
-        r.workload.rate_events_per_sec as f64,
-        &mut d,
-    );
-    scale(
-        "P (properties)",
-        s.properties.map(|v| v as f64),
-        r.workload.properties as f64,
-        &mut d,
-    );
-    scale(
-        "lanes per topic",
-        s.lanes.map(|v| v as f64),
-        r.workload.lanes as f64,
-        &mut d,
-    );
+    if c.is_stream() {
+        scale(
+            "offered messages/s",
+            s.rate_per_sec,
+            c.offered_rate() as f64,
+            &mut d,
+        );
+        scale(
+            "partitions (the space)",
+            s.lanes.map(|v| v as f64),
+            r.workload.space as f64,
+            &mut d,
+        );
+    } else {
+        scale(
+            "R (ingress events/s)",
+            s.rate_per_sec,
+            c.offered_rate() as f64,
+            &mut d,
+        );
+        scale(
+            "P (properties)",
+            s.properties.map(|v| v as f64),
+            r.workload.properties as f64,
+            &mut d,
+        );
+        scale(
+            "lanes per topic",
+            s.lanes.map(|v| v as f64),
+            r.workload.lanes as f64,
+            &mut d,
+        );
+    }
     scale(
         "ordered lanes provisioned",
         s.ordered_lanes.map(|v| v as f64),
@@ -213,10 +262,12 @@ pub fn differences(p: &PublishedCell, c: &CellRecord) -> Vec<String> {
             ));
         }
     }
-    if let (Some(pr), true) = (s.rate_per_sec, r.workload.rate_events_per_sec > 0) {
+    if let (Some(pr), true) = (s.rate_per_sec, c.offered_rate() > 0) {
         if let Some(pc) = p.hardware.cores {
-            let rate_scale = r.workload.rate_events_per_sec as f64 / pr;
-            let core_scale = host / pc as f64;
+            let rate_scale = c.offered_rate() as f64 / pr;
+            // Every machine of a published cluster ran the system.
+            let published_cores = pc as f64 * f64::from(p.hardware.machines.unwrap_or(1));
+            let core_scale = host / published_cores;
             if (rate_scale - 1.0).abs() > 1e-9 {
                 d.push(format!(
                     "rate scaled by {rate_scale:.3} against cores scaled by {core_scale:.3}: per-core load is {:.2}× the published cell's",

@@ -132,13 +132,20 @@ fn cell_section(
     };
     let _ = writeln!(
         s,
-        "<h3 id=\"{id}\">{name}</h3>\n<p>{sys}, durability tier {tier}, R = {rate}, P = {props}, {rated:.0} s rated, started {start} on {host} ({cores} cores). Outcome: <span class=\"{outcome}\">{o}</span>; checker verdict: {verdict}.</p>",
+        "<h3 id=\"{id}\">{name}</h3>\n<p>{sys}, durability tier {tier}, {shape}, {rated:.0} s rated, started {start} on {host} ({cores} cores). Outcome: <span class=\"{outcome}\">{o}</span>; checker verdict: {verdict}.</p>",
         id = esc(&plot::slug(&c.name())),
         name = esc(&c.name()),
         sys = esc(&c.system_label()),
         tier = esc(&crate::comparability::tier(c)),
-        rate = r.workload.rate_events_per_sec,
-        props = r.workload.properties,
+        shape = if c.is_stream() {
+            format!(
+                "stream workload, {} msg/s over {} partitions",
+                c.offered_rate(),
+                r.workload.space
+            )
+        } else {
+            format!("R = {}, P = {}", c.offered_rate(), r.workload.properties)
+        },
         rated = r.time.rated_sec,
         start = esc(&r.time.started_utc),
         host = esc(&r.host.cpu_model),

@@ -145,7 +145,17 @@ impl Reproduce {
         let mut c = format!("crossbench run {s}");
         for set in &self.sets {
             c.push_str(" --set ");
-            c.push_str(set);
+            // Quoted when a shell would read it otherwise (`stream.ladder=[]`).
+            if set
+                .chars()
+                .any(|ch| ch.is_whitespace() || "[]{}*?'\"$`\\;&|<>()".contains(ch))
+            {
+                c.push('\'');
+                c.push_str(&set.replace('\'', "'\\''"));
+                c.push('\'');
+            } else {
+                c.push_str(set);
+            }
         }
         Some(c)
     }
