@@ -87,3 +87,54 @@ fn reproducing_page_lists_every_published_cell_and_marks_the_unrun() {
     ));
     assert!(page.contains("not run here yet on tansu"));
 }
+
+#[test]
+fn a_stream_cell_is_compared_on_its_own_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("tp-kafka-3m-scaled");
+    std::fs::create_dir_all(&d).unwrap();
+    let r = serde_json::json!({
+        "schema_version": 1,
+        "cell": "tp-kafka-3m-scaled",
+        "outcome": "PASS",
+        "system": "kafka",
+        "variant": "",
+        "durability": "default",
+        "time": {"started_utc": "2026-11-30T06:00:00Z", "rated_sec": 20.0},
+        "host": {"cpu_model": "test cpu", "cores": 2, "memory_bytes": 25769803776u64},
+        "workload": {"kind": "stream", "rate_msgs_per_sec": 8000, "space": 200, "lanes": 200},
+        "throughput": {"offered_per_sec": 8000.0, "published_per_sec": 7990.0,
+                        "popped_per_sec": 7900.0, "served_fraction": 0.9875},
+        "latency_ms": {"e2e": {"count": 160000, "p50_ms": 16.0, "p95_ms": 40.0,
+                                "p99_ms": 80.0, "p999_ms": 120.0, "max_ms": 200.0},
+                       "e2e_a": {"count": 0}},
+        "verdict": {"pass": true}
+    });
+    std::fs::write(d.join("result.json"), r.to_string()).unwrap();
+    let c = CellRecord::load(&d).unwrap();
+    assert!(c.is_stream());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
+    let p = published::find(&dir, "TP-kafka-3m").unwrap();
+    let cmp = compare::compare(&p, &c);
+    // p50 16 ms measured against the published 8 ms: the stream's own e2e, not flow A.
+    assert_eq!(
+        cmp.table.get("e2e p50 ms", "measured ÷ published"),
+        Some("2.00×")
+    );
+    assert_eq!(cmp.table.get("messages/s", "measured"), Some("7990"));
+    assert_eq!(
+        cmp.table.get("consumed messages/s per group", "measured"),
+        Some("7900")
+    );
+    assert_eq!(cmp.table.get("deliveries/s", "measured"), None);
+    let all = cmp.differences.join("\n");
+    assert!(
+        all.contains("offered messages/s: published 3 000 000, measured 8000 (× 0.003)"),
+        "{all}"
+    );
+    assert!(!all.contains("P (properties)"), "{all}");
+    // Three brokers of 16 vCPU: 2 cores are 0.042 of them.
+    assert!(all.contains("cores scaled by 0.042"), "{all}");
+    let cmd = p.reproduce.command().unwrap();
+    assert!(cmd.contains("--set 'stream.ladder=[]'"), "{cmd}");
+}
