@@ -6,8 +6,9 @@
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
 #![cfg(feature = "kafka")]
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,15 +27,11 @@ use tokio_util::sync::CancellationToken;
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn kafka_available() -> bool {
-    let addr: SocketAddr = "127.0.0.1:9092".parse().unwrap();
-    if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("no Kafka-protocol broker at 127.0.0.1:9092 and CI is set (run scripts/provision/tansu.sh)");
-    }
-    println!("SKIP: no Kafka-protocol broker at 127.0.0.1:9092 (run scripts/provision/tansu.sh)");
-    false
+    support::reachable(
+        "127.0.0.1:9092",
+        "a Kafka-protocol broker",
+        "scripts/provision/tansu.sh",
+    )
 }
 
 /// Records what a group processed per key, when, and whether a key was ever in two

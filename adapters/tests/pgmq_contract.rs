@@ -2,8 +2,9 @@
 //! Skips (or fails under `CI`) when the server is not reachable.
 #![cfg(feature = "pgmq")]
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,23 +16,17 @@ use adapters::{
 use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use support::{parse, payload};
 use tokio_util::sync::CancellationToken;
 
 /// True when PostgreSQL answers on 127.0.0.1:5432 and has pgmq in `crossbench`.
 async fn pg_ready(probe: &str) -> bool {
-    let up = TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), Duration::from_secs(2))
-        .is_ok();
-    let ok = up && {
+    const PROVISION: &str = "scripts/provision/pgmq.sh";
+    support::reachable("127.0.0.1:5432", "PostgreSQL", PROVISION) && {
         let b = PgmqBroker::new(PgmqOptions::default()).unwrap();
         b.setup(&topology(probe, &["g"], 1, 1, false)).await.is_ok()
-    };
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (CI is set: failing)");
-        }
-        println!("SKIP: PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (run scripts/provision/pgmq.sh)");
+            || support::absent("pgmq (in database crossbench)", "127.0.0.1:5432", PROVISION)
     }
-    ok
 }
 
 fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64, reset: bool) -> Topology {
@@ -46,15 +41,6 @@ fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64, reset: bool) ->
         dedup_window_sec: 0,
         reset,
     }
-}
-
-fn payload(key: u64, seq: u64) -> Bytes {
-    Bytes::from(format!(r#"{{"k":{key},"seq":{seq}}}"#))
-}
-
-fn parse(p: &[u8]) -> (u64, u64) {
-    let v: serde_json::Value = serde_json::from_slice(p).expect("json payload");
-    (v["k"].as_u64().unwrap(), v["seq"].as_u64().unwrap())
 }
 
 /// Records every delivery; checks that a key is never in two handler calls at once.

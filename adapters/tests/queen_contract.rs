@@ -4,6 +4,8 @@
 //! that does not answer fails the tests.
 #![cfg(feature = "queen")]
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,20 +18,8 @@ use adapters::{
 use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use support::{parse, payload, queen_url};
 use tokio_util::sync::CancellationToken;
-
-/// The server URL, or None (skip) when `CROSSBENCH_QUEEN_URL` is unset.
-fn queen_url(test: &str) -> Option<String> {
-    match std::env::var("CROSSBENCH_QUEEN_URL") {
-        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
-        _ => {
-            eprintln!(
-                "SKIP {test}: CROSSBENCH_QUEEN_URL is not set (build and start a Queen server, see compose/queen/README.md, then export CROSSBENCH_QUEEN_URL=http://127.0.0.1:6632)"
-            );
-            None
-        }
-    }
-}
 
 fn options(url: &str, mode: PopMode) -> QueenOptions {
     QueenOptions {
@@ -67,15 +57,6 @@ fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64) -> Topology {
         dedup_window_sec: 0,
         reset: true,
     }
-}
-
-fn payload(key: u64, seq: u64) -> Bytes {
-    Bytes::from(format!(r#"{{"k":{key},"seq":{seq}}}"#))
-}
-
-fn parse(p: &[u8]) -> (u64, u64) {
-    let v: serde_json::Value = serde_json::from_slice(p).expect("json payload");
-    (v["k"].as_u64().unwrap(), v["seq"].as_u64().unwrap())
 }
 
 /// Records every delivery; checks that a key is never in two handler calls at once;

@@ -5,8 +5,9 @@
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
 #![cfg(feature = "rabbitmq")]
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,15 +26,11 @@ use tokio_util::sync::CancellationToken;
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn rabbit_available() -> bool {
-    let addr: SocketAddr = "127.0.0.1:5672".parse().unwrap();
-    if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("RabbitMQ not reachable at 127.0.0.1:5672 and CI is set (run scripts/provision/rabbitmq.sh)");
-    }
-    println!("SKIP: RabbitMQ not reachable at 127.0.0.1:5672 (run scripts/provision/rabbitmq.sh)");
-    false
+    support::reachable(
+        "127.0.0.1:5672",
+        "RabbitMQ",
+        "scripts/provision/rabbitmq.sh",
+    )
 }
 
 /// Records what each group processed, per key, and checks that a key is never in

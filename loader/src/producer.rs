@@ -198,6 +198,9 @@ impl Producer {
                 async move {
                     let mut abandoned = false;
                     while let Some(job) = rx.recv().await {
+                        // Past the drain's deadline nothing queued is sent any more: a
+                        // slow system must not stretch the drain by its whole backlog.
+                        abandoned |= env.abandon.is_cancelled();
                         if abandoned {
                             bump(&env.counters.failed, 1);
                             continue;

@@ -315,11 +315,15 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
             .map(|st| get(&st.counters.processed_rated))
             .sum::<u64>()
     };
+    // Every delivery made while the window ran (whenever its event was scheduled):
+    // what the loader's CPU in the window was spent on.
+    let mut processed_at_start = 0;
     let edges = crate::rated::run_window(start, warm, rated, &interrupt, || {
+        processed_at_start = processed_total();
         *phase.lock() = "rated";
     })
     .await;
-    let rated_done_processed = rated_processed();
+    let processed_in_window = processed_total().saturating_sub(processed_at_start);
     let stopped_early = edges.stopped_early;
     if stopped_early {
         say("interrupted: stopping the producers; drain and verification still run".into());
@@ -433,7 +437,7 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     let offered_rated: u64 = snaps.values().map(|f| f.offered_rated).sum();
     let deliveries_rated = rated_processed();
     let all_delivered: u64 = stages.iter().map(|st| get(&st.counters.delivered)).sum();
-    let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, rated_done_processed);
+    let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, processed_in_window);
     let lag = metrics.schedule_lag.summary();
 
     // VOID: the loader, not the system, was the limit.

@@ -5,32 +5,20 @@
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
 #![cfg(feature = "kafka")]
 
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+mod support;
+
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
-use std::time::Duration;
+
+use support::{reachable, result, serial, stream_sum};
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/kafka-smoke.yaml");
 
-/// One cell at a time: they share the broker and the 2 cores.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn kafka_available() -> bool {
-    let addr: SocketAddr = "127.0.0.1:9092".parse().unwrap();
-    if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("no Kafka-protocol broker at 127.0.0.1:9092 and CI is set (run scripts/provision/tansu.sh)");
-    }
-    println!("SKIP: no Kafka-protocol broker at 127.0.0.1:9092 (run scripts/provision/tansu.sh)");
-    false
-}
-
-fn result(out: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(out.join("result.json")).expect("result.json");
-    serde_json::from_str(&text).expect("result.json parses")
+    reachable(
+        "127.0.0.1:9092",
+        "a Kafka-protocol broker",
+        "scripts/provision/tansu.sh",
+    )
 }
 
 fn summary(r: &serde_json::Value) -> String {
@@ -40,20 +28,11 @@ fn summary(r: &serde_json::Value) -> String {
     )
 }
 
-fn stream_sum(r: &serde_json::Value, field: &str) -> u64 {
-    r["streams"]
-        .as_array()
-        .expect("streams[]")
-        .iter()
-        .map(|s| s[field].as_u64().unwrap_or(0))
-        .sum()
-}
-
 fn run_cell(tier: &str) {
     if !kafka_available() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cell");
     let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))

@@ -2,10 +2,12 @@
 //! 127.0.0.1:5432 (scripts/provision/pgmq.sh). Skips (or fails under `CI`) when the
 //! server is not reachable.
 
-use std::net::TcpStream;
-use std::path::Path;
+mod support;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use support::{absent, reachable, result, stream_sum};
 
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
 const DSN_DB: &str = "crossbench";
@@ -34,21 +36,10 @@ fn psql(sql: &str) -> Option<String> {
 }
 
 fn pg_ready() -> bool {
-    let up = TcpStream::connect_timeout(&"127.0.0.1:5432".parse().unwrap(), Duration::from_secs(2))
-        .is_ok()
-        && psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Some("1");
-    if !up {
-        if std::env::var_os("CI").is_some() {
-            panic!("PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (CI is set: failing)");
-        }
-        println!("SKIP: PostgreSQL with pgmq not reachable at 127.0.0.1:5432 (run scripts/provision/pgmq.sh)");
-    }
-    up
-}
-
-fn result(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("result.json")).expect("result.json written");
-    serde_json::from_str(&text).expect("result.json parses")
+    const PROVISION: &str = "scripts/provision/pgmq.sh";
+    reachable("127.0.0.1:5432", "PostgreSQL", PROVISION)
+        && (psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Some("1")
+            || absent("pgmq (in database crossbench)", "127.0.0.1:5432", PROVISION))
 }
 
 fn assert_clean_pass(r: &serde_json::Value) {
@@ -59,15 +50,6 @@ fn assert_clean_pass(r: &serde_json::Value) {
             assert_eq!(v.as_u64(), Some(0), "{k} in {t}");
         }
     }
-}
-
-fn stream_sum(r: &serde_json::Value, field: &str) -> u64 {
-    r["streams"]
-        .as_array()
-        .expect("streams[]")
-        .iter()
-        .map(|s| s[field].as_u64().unwrap_or(0))
-        .sum()
 }
 
 #[test]

@@ -3,49 +3,20 @@
 //! right counts; slow publishers shed with the accounting identity intact; a
 //! saturated loader makes the cell VOID.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(name)
-}
+use support::{run_raw, scenario, u, verdict_stream as stream};
 
 /// Run `crossbench run` and return (exit code, result.json, cell dir).
 fn run(scn: &Path, sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    cmd.arg("run").arg(scn).arg("--out").arg(&out).arg("-q");
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let o = cmd.output().expect("run crossbench");
-    let code = o.status.code().unwrap_or(-1);
-    let text = std::fs::read_to_string(out.join("result.json")).unwrap_or_else(|e| {
-        panic!(
-            "no result.json ({e}); exit {code}\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    });
-    (code, serde_json::from_str(&text).unwrap(), tmp)
-}
-
-fn stream<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["verdict"]["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("stream {name} in verdict"))
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+    let (code, text, tmp) = run_raw(scn, sets);
+    let json = std::fs::read_to_string(tmp.path().join("cell/result.json"))
+        .unwrap_or_else(|e| panic!("no result.json ({e}); exit {code}\n{text}"));
+    (code, serde_json::from_str(&json).unwrap(), tmp)
 }
 
 #[test]

@@ -4,36 +4,13 @@
 //! a server that does not answer fails them.
 #![cfg(feature = "queen")]
 
-use std::path::Path;
+mod support;
+
 use std::process::{Command, Stdio};
 
+use support::{queen_url, result, stream_sum};
+
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/queen-smoke.yaml");
-
-fn queen_url(test: &str) -> Option<String> {
-    match std::env::var("CROSSBENCH_QUEEN_URL") {
-        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
-        _ => {
-            eprintln!(
-                "SKIP {test}: CROSSBENCH_QUEEN_URL is not set (build and start a Queen server, see compose/queen/README.md, then export CROSSBENCH_QUEEN_URL=http://127.0.0.1:6632)"
-            );
-            None
-        }
-    }
-}
-
-fn result(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("result.json")).expect("result.json written");
-    serde_json::from_str(&text).expect("result.json parses")
-}
-
-fn stream_sum(r: &serde_json::Value, field: &str) -> u64 {
-    r["streams"]
-        .as_array()
-        .expect("streams[]")
-        .iter()
-        .map(|s| s[field].as_u64().unwrap_or(0))
-        .sum()
-}
 
 /// R = 200, P = 50, 20 s rated, in `mode`: the cell must PASS with no gap, violation or
 /// duplicate, no failed ack, and the token must not reach any file.

@@ -6,30 +6,25 @@
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
 #![cfg(feature = "rabbitmq")]
 
-use std::net::{SocketAddr, TcpStream};
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use support::{reachable, result, serial};
 
 const SCENARIO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../scenarios/rabbit-smoke.yaml"
 );
 
-/// One cell at a time: they share the server and the 2 cores.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn rabbit_available() -> bool {
-    let addr: SocketAddr = "127.0.0.1:5672".parse().unwrap();
-    if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("RabbitMQ not reachable at 127.0.0.1:5672 and CI is set (run scripts/provision/rabbitmq.sh)");
-    }
-    println!("SKIP: RabbitMQ not reachable at 127.0.0.1:5672 (run scripts/provision/rabbitmq.sh)");
-    false
+    reachable(
+        "127.0.0.1:5672",
+        "RabbitMQ",
+        "scripts/provision/rabbitmq.sh",
+    )
 }
 
 fn command(out: &Path, sets: &[&str]) -> Command {
@@ -40,11 +35,6 @@ fn command(out: &Path, sets: &[&str]) -> Command {
     }
     c.arg("--out").arg(out).arg("-q");
     c
-}
-
-fn result(out: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(out.join("result.json")).expect("result.json");
-    serde_json::from_str(&text).expect("result.json parses")
 }
 
 fn summary(r: &serde_json::Value) -> String {
@@ -58,7 +48,7 @@ fn run_cell(idiom: &str, queue_type: &str) {
     if !rabbit_available() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cell");
     let idiom_set = format!("rabbitmq.idiom={idiom}");
@@ -121,7 +111,7 @@ fn rabbit_pipeline_survives_server_closing_connections() {
     if !rabbit_available() {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cell");
     let mut child = command(&out, &["accept=at-least-once", "duration=15s"])

@@ -8,23 +8,18 @@
 //! Needs /usr/bin/chromium (scripts/provision/chromium.sh). A missing browser or
 //! server skips that part with a message, or fails when `CI` is set.
 
-use std::net::TcpStream;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// The server behind one part of the report: without it that part is left out
+/// (SKIP when run by hand), or the test fails under `CI`.
 fn available(what: &str, addr: &str, provision: &str) -> bool {
-    let up = TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2)).is_ok();
-    if !up {
-        if std::env::var_os("CI").is_some() {
-            panic!("{what} not reachable at {addr} and CI is set (run {provision})");
-        }
-        eprintln!("SKIP part: {what} not reachable at {addr} (run {provision}); the report is built without it");
-    }
-    up
+    support::reachable(addr, what, provision)
 }
 
 /// Run a short cell; returns its directory. Any outcome is fine for the report

@@ -6,32 +6,17 @@
 //! (then it fails).
 #![cfg(any(feature = "pgmq", feature = "rabbitmq"))]
 
-use std::net::{SocketAddr, TcpStream};
+mod support;
+
 use std::process::Command;
-use std::sync::Mutex;
-use std::time::Duration;
 
 use serde_json::Value;
+use support::{reachable, serial};
 
 const SMOKE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../scenarios/stream-smoke.yaml"
 );
-
-/// One cell at a time: they share the servers and the 2 cores.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn reachable(addr: &str, what: &str, provision: &str) -> bool {
-    let a: SocketAddr = addr.parse().unwrap();
-    if TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} not reachable at {addr} and CI is set (run {provision})");
-    }
-    println!("SKIP: {what} not reachable at {addr} (run {provision})");
-    false
-}
 
 fn run(sets: &[&str]) -> (i32, Value, String) {
     let tmp = tempfile::tempdir().unwrap();
@@ -95,7 +80,7 @@ fn pgmq_stream_cell_passes() {
     if !reachable("127.0.0.1:5432", "PostgreSQL", "scripts/provision/pgmq.sh") {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = serial();
     let (code, r, out) = run(&[
         "system=pgmq",
         "prefix=cbst-",
@@ -117,7 +102,7 @@ fn rabbitmq_stream_cell_passes_with_partitions_hashed_onto_lanes() {
     ) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = serial();
     let (code, r, out) = run(&["system=rabbitmq", "prefix=cbst-", "stream.lanes=8"]);
     assert_clean(code, &r, &out, "rabbitmq");
     assert_eq!(r["workload"]["lanes"].as_u64(), Some(8));

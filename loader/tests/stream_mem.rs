@@ -2,52 +2,13 @@
 //! a clean run passes with every partition seen by every group; injected faults fail
 //! with exact counts; a ladder makes one cell per rate; bad stream sections exit 2.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
 use serde_json::Value;
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(name)
-}
-
-/// Run `crossbench run` into a fresh temp dir; returns (exit code, stdout+stderr, dir).
-fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    cmd.arg("run").arg(scn).arg("--out").arg(&out).arg("-q");
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let o = cmd.output().expect("run crossbench");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code().unwrap_or(-1), text, tmp)
-}
-
-fn result(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("result.json"))
-        .unwrap_or_else(|e| panic!("no result.json in {}: {e}", dir.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
-}
+use support::{result, run_raw, scenario, u, verdict_stream};
 
 fn group<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["verdict"]["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("stream {name} in verdict"))
+    verdict_stream(r, name)
 }
 
 #[test]

@@ -250,7 +250,8 @@ pub struct LoaderFigures {
     pub cpu_cores_mean: f64,
     pub cores_available: f64,
     pub cpu_fraction_of_available: f64,
-    /// Loader CPU per delivery over the rated window.
+    /// Loader CPU per delivery over the rated window: its CPU in the window ÷ every
+    /// delivery made while the window ran (whenever that event was scheduled).
     pub cpu_us_per_delivery: f64,
     pub peak_rss_bytes: u64,
     pub runtime_threads: usize,

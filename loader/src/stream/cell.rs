@@ -288,7 +288,11 @@ pub async fn run_stream_cell(
     // Figures.
     let snap = flow.snapshot();
     let identity_holds = snap.identity_holds();
-    let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, popped_rated_at_end);
+    let loader = LoaderFigures::measure(
+        edges.cpu_seconds,
+        edges.wall_sec,
+        popped_at_end.saturating_sub(popped_at_start),
+    );
     let lag = push_metrics.schedule_lag.summary();
     let popped_rated: u64 = sinks.iter().map(|s| get(&s.counters.popped_rated)).sum();
     let e2e = sink_metrics.e2e.summary();

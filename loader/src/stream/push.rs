@@ -176,6 +176,8 @@ async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
         let rated = env.window.is_rated(req.ts);
         let mut ok_all = true;
         for &(p, first) in &req.parts {
+            // Past the drain's deadline nothing queued is sent any more.
+            abandoned |= env.abandon.is_cancelled();
             if abandoned {
                 bump(&env.flow.failed, n);
                 ok_all = false;

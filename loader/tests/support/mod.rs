@@ -1,0 +1,105 @@
+//! What the loader's end-to-end tests share: where the scenarios are, finding a
+//! server (skip when run by hand, fail under `CI`, which the test command sets after
+//! provisioning), and reading a cell's `result.json`.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One cell at a time within a test binary: the cells share the servers and 2 cores.
+pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Hold `SERIAL`, even after another test panicked while holding it.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `scenarios/<name>` of this repository.
+pub fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(name)
+}
+
+/// True when something answers on `addr`; otherwise see [`absent`].
+pub fn reachable(addr: &str, what: &str, provision: &str) -> bool {
+    let a: SocketAddr = addr.parse().expect("a socket address");
+    TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok() || absent(what, addr, provision)
+}
+
+/// `what` is not there: under `CI` the test fails naming the script that provisions
+/// it; run by hand it prints SKIP and the caller returns (false).
+pub fn absent(what: &str, addr: &str, provision: &str) -> bool {
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} not reachable at {addr} and CI is set (run {provision})");
+    }
+    println!("SKIP: {what} not reachable at {addr} (run {provision})");
+    false
+}
+
+/// The Queen server of `CROSSBENCH_QUEEN_URL`, or None with a SKIP line (also under
+/// `CI`: no registry ships Queen, so the test command cannot provision it).
+pub fn queen_url(test: &str) -> Option<String> {
+    match std::env::var("CROSSBENCH_QUEEN_URL") {
+        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
+        _ => {
+            eprintln!(
+                "SKIP {test}: CROSSBENCH_QUEEN_URL is not set (build and start a Queen server, see compose/queen/README.md, then export CROSSBENCH_QUEEN_URL=http://127.0.0.1:6632)"
+            );
+            None
+        }
+    }
+}
+
+/// The cell's `result.json`.
+pub fn result(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("result.json"))
+        .unwrap_or_else(|e| panic!("no result.json in {}: {e}", dir.display()));
+    serde_json::from_str(&text).expect("result.json parses")
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+/// The checker's verdict on one stream (pipeline) or group (stream workload).
+pub fn verdict_stream<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["verdict"]["streams"]
+        .as_array()
+        .expect("verdict.streams[]")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("stream {name} in verdict"))
+}
+
+/// A figure summed over the pipeline's twelve `streams[]`.
+pub fn stream_sum(r: &Value, field: &str) -> u64 {
+    r["streams"]
+        .as_array()
+        .expect("streams[]")
+        .iter()
+        .map(|s| s[field].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// `crossbench run <scn> --out <tmp>/cell -q --set …`: (exit code, stdout and
+/// stderr, the temporary directory that holds `cell`).
+pub fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_crossbench"));
+    cmd.arg("run").arg(scn).arg("--out").arg(&out).arg("-q");
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let o = cmd.output().expect("run crossbench");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text, tmp)
+}
