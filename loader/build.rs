@@ -23,4 +23,26 @@ fn main() {
     println!("cargo:rustc-env=CROSSBENCH_GIT_COMMIT={id}");
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");
+    // An edit that is not committed yet must still turn the id dirty: watch the
+    // sources of every crate the binary is built from (not the workspace root, whose
+    // target/ changes on every build).
+    for dir in [
+        "src",
+        "../adapters/src",
+        "../checker/src",
+        "../sampler/src",
+        "../report/src",
+    ] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
+    for manifest in [
+        "Cargo.toml",
+        "../Cargo.toml",
+        "../adapters/Cargo.toml",
+        "../checker/Cargo.toml",
+        "../sampler/Cargo.toml",
+        "../report/Cargo.toml",
+    ] {
+        println!("cargo:rerun-if-changed={manifest}");
+    }
 }

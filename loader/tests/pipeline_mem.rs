@@ -271,3 +271,39 @@ fn a_refused_topology_is_recorded_as_the_cells_result() {
         "invocation records the outcome:\n{inv}"
     );
 }
+
+#[test]
+fn drain_max_bounds_the_producers_backlog() {
+    // Each flow offers 200 ev/s for 3 s through two shards that publish 10 ev/s each:
+    // about 500 events per flow are still queued in the loader when the paced traffic
+    // ends, which would take 25 s to send. drain.max = 2s: the rest is not sent but
+    // counted failed (the tail of each property), and the drain ends on time.
+    let (code, r, _tmp) = run(
+        &scenario("smoke.yaml"),
+        &[
+            "duration=3s",
+            "warmup=0s",
+            "rate=400",
+            "push_shards=2",
+            "shard_queue=1000",
+            "mem.publish_delay=100ms",
+            "drain.max=2s",
+        ],
+    );
+    let mut failed = 0;
+    for f in ["A", "B"] {
+        let fl = &r["flows"][f];
+        assert_eq!(
+            u(&fl["offered"]),
+            u(&fl["published"]) + u(&fl["shed"]) + u(&fl["failed"]),
+            "flow {f}: {fl}"
+        );
+        failed += u(&fl["failed"]);
+    }
+    assert!(failed > 500, "queued events past the deadline fail: {r:#}");
+    let drain = r["drain"]["seconds"].as_f64().unwrap();
+    assert!(drain < 6.0, "drain {drain} s with drain.max = 2s: {r:#}");
+    // Failed events are each property's tail: never a gap.
+    assert_eq!(u(&r["verdict"]["totals"]["gaps"]), 0, "{r:#}");
+    assert_eq!(code, 0, "{r:#}");
+}

@@ -190,7 +190,8 @@ impl KafkaBroker {
             n => n.to_string(),
         };
         notes.push(format!(
-            "consume: {members} members per stream (cooperative-sticky, subscribed together), per-partition dispatch: one queue and task per assigned partition, sets of up to batch records grouped by key, the partition paused at {buffer} buffered records and resumed at half, processed offsets of all advanced partitions committed in one synchronous call every {:?} (and on revocation / shutdown), acked when that commit succeeds, a refused key-batch replayed by seek",
+            "consume: {members} members per stream ({}, subscribed together), per-partition dispatch: one queue and task per assigned partition, sets of up to batch records grouped by key, the partition paused at {buffer} buffered records and resumed at half, processed offsets of all advanced partitions committed in one synchronous call every {:?} (and on revocation / shutdown), acked when that commit succeeds, a refused key-batch replayed by seek",
+            self.opts.assignment.name(),
             self.opts.commit_interval
         ));
         notes.push(format!(

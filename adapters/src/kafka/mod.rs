@@ -10,7 +10,7 @@
 //! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
 pub mod options;
-pub use options::KafkaOptions;
+pub use options::{Assignment, KafkaOptions};
 
 #[cfg(feature = "kafka")]
 mod adapter;

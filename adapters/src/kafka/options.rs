@@ -8,6 +8,30 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The consumer group's partition assignment strategy (`partition.assignment.strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Assignment {
+    /// Incremental: a rebalance moves only the partitions that change owner.
+    #[default]
+    CooperativeSticky,
+    /// Eager: every rebalance revokes every partition, then assigns round-robin.
+    Roundrobin,
+    /// Eager: every rebalance revokes every partition, then assigns ranges.
+    Range,
+}
+
+impl Assignment {
+    /// librdkafka's name for it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Assignment::CooperativeSticky => "cooperative-sticky",
+            Assignment::Roundrobin => "roundrobin",
+            Assignment::Range => "range",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaOptions {
@@ -15,6 +39,11 @@ pub struct KafkaOptions {
     pub bootstrap_servers: String,
     /// Consumer-group members per stage (separate clients, started together).
     pub members: usize,
+    /// Partition assignment strategy. `cooperative-sticky` (default) moves only what
+    /// changes owner; `roundrobin` and `range` are eager (a rebalance revokes all) and
+    /// avoid librdkafka's client-side sticky assignor (compose/kafka/README.md says
+    /// where that crashed).
+    pub assignment: Assignment,
     /// Producer `linger.ms`.
     #[serde(with = "dur_text")]
     pub linger: Duration,
@@ -58,6 +87,7 @@ impl Default for KafkaOptions {
         KafkaOptions {
             bootstrap_servers: "127.0.0.1:9092".into(),
             members: 4,
+            assignment: Assignment::CooperativeSticky,
             linger: Duration::from_millis(5),
             batch_messages: 10_000,
             batch_bytes: 1_000_000,
@@ -184,6 +214,14 @@ mod tests {
         assert!(serde_json::from_str::<KafkaOptions>(r#"{"partitions":3}"#).is_err());
         let back = serde_json::to_string(&KafkaOptions::default()).unwrap();
         assert!(back.contains("\"linger\":\"5ms\""), "{back}");
+        assert!(
+            back.contains("\"assignment\":\"cooperative-sticky\""),
+            "{back}"
+        );
+        let o: KafkaOptions = serde_json::from_str(r#"{"assignment":"roundrobin"}"#).unwrap();
+        assert_eq!(o.assignment.name(), "roundrobin");
+        let e = serde_json::from_str::<KafkaOptions>(r#"{"assignment":"sticky"}"#).unwrap_err();
+        assert!(e.to_string().contains("cooperative-sticky"), "{e}");
     }
 
     #[test]
