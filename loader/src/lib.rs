@@ -23,6 +23,7 @@ pub mod stream;
 pub mod streamlog;
 pub mod summary;
 pub mod systems;
+pub mod ticker;
 pub mod topology;
 pub mod void_rule;
 pub mod wind_down;

@@ -2,10 +2,10 @@
 //! `report.csv`, and each second's histograms in the `.hlog` interval logs.
 
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use adapters::StreamCounters;
 
@@ -84,21 +84,11 @@ pub async fn run(
     let mut e2e_log = HlogWriter::create(&dir.join("e2e.hlog"), start, comment)?;
     let mut lag_log = HlogWriter::create(&dir.join("schedule-lag.hlog"), start, comment)?;
     let mut age_log = HlogWriter::create(&dir.join("entry-age.hlog"), start, comment)?;
-    let tty = std::io::stderr().is_terminal();
     let mut prev = watch.totals();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    let mut last = SystemTime::now();
-    let mut t = 0u64;
+    let mut ticker = crate::ticker::Ticker::start(quiet).await;
     loop {
-        let stopping = tokio::select! {
-            _ = tick.tick() => false,
-            _ = stop.cancelled() => true,
-        };
-        let now = SystemTime::now();
-        let len = now.duration_since(last).unwrap_or_default();
-        t += 1;
+        let tick = ticker.next(&stop).await;
+        let (t, last, len, stopping) = (tick.t, tick.start, tick.len, tick.stopping);
         let cur = watch.totals();
         let m = &watch.metrics;
         let e2e = [m.e2e[0].take_interval(), m.e2e[1].take_interval()];
@@ -110,13 +100,7 @@ pub async fn run(
             let h = m.age[i].take_interval();
             age_log.write(&d.name(), last, len, &h)?;
         }
-        let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(p) as f64 / 1000.0
-            }
-        };
+        let q = crate::ticker::quantile_ms;
         let dproc: Vec<u64> = cur
             .processed
             .iter()
@@ -130,9 +114,7 @@ pub async fn run(
         writeln!(
             csv,
             "{t},{},{phase},{},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3}",
-            now.duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis(),
+            tick.unix_ms(),
             cur.offered - prev.offered,
             cur.published - prev.published,
             cur.shed - prev.shed,
@@ -150,7 +132,7 @@ pub async fn run(
             q(&e2e[1], 0.5),
             q(&e2e[1], 0.99),
         )?;
-        if !quiet {
+        if ticker.shows() {
             let line = format!(
                 "t={t:>4}s {phase:<8} off={:>6}/s pub={:>6}/s del={:>7}/s shed={} err={} backlog={} lag99={:.2}ms e2eA p50={:.1} p99={:.1} e2eB p50={:.1} p99={:.1} ms",
                 cur.offered - prev.offered,
@@ -165,23 +147,16 @@ pub async fn run(
                 q(&e2e[1], 0.5),
                 q(&e2e[1], 0.99),
             );
-            if tty {
-                eprint!("\r\x1b[2K{line}");
-            } else {
-                eprintln!("{line}");
-            }
+            ticker.say(&line);
         }
         // Flushed every second so a run can be followed (and tested) live.
         csv.flush()?;
         prev = cur;
-        last = now;
         if stopping {
             break;
         }
     }
-    if tty && !quiet {
-        eprintln!();
-    }
+    ticker.finish();
     csv.flush()?;
     e2e_log.flush()?;
     lag_log.flush()?;

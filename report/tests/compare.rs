@@ -85,7 +85,8 @@ fn reproducing_page_lists_every_published_cell_and_marks_the_unrun() {
     assert!(page.contains(
         "- reproduce here: `crossbench run scenarios/pgmq-sparse.yaml --set drain.max=60s`"
     ));
-    assert!(page.contains("not run here yet on tansu"));
+    // A cell that cannot run here says why.
+    assert!(page.contains("- not run here yet: needs a Queen server"));
 }
 
 #[test]

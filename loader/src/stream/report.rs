@@ -3,10 +3,10 @@
 //! second's end-to-end histogram in `e2e.hlog`.
 
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use adapters::StreamCounters;
 
@@ -90,34 +90,18 @@ pub async fn run(
         err_cols.join(",")
     )?;
     let mut e2e_log = HlogWriter::create(&dir.join("e2e.hlog"), start, "crossbench stream")?;
-    let tty = std::io::stderr().is_terminal();
     let mut prev = watch.totals();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    let mut last = SystemTime::now();
-    let mut t = 0u64;
+    let mut ticker = crate::ticker::Ticker::start(quiet).await;
     loop {
-        let stopping = tokio::select! {
-            _ = tick.tick() => false,
-            _ = stop.cancelled() => true,
-        };
-        let now = SystemTime::now();
-        let len = now.duration_since(last).unwrap_or_default();
-        t += 1;
+        let tick = ticker.next(&stop).await;
+        let (t, last, len, stopping) = (tick.t, tick.start, tick.len, tick.stopping);
         let cur = watch.totals();
         let e2e = watch.sink_metrics.e2e_interval.take_interval();
         // The push histogram only holds rated requests; its interval view is what
         // the report shows (zero outside the rated window).
         let push = watch.push_metrics.push.take_interval();
         e2e_log.write("e2e", last, len, &e2e)?;
-        let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(p) as f64 / 1000.0
-            }
-        };
+        let q = crate::ticker::quantile_ms;
         let d = |a: u64, b: u64| a.saturating_sub(b);
         let ack_calls = d(cur.ack_calls, prev.ack_calls);
         let ack_rtt = if ack_calls == 0 {
@@ -134,9 +118,7 @@ pub async fn run(
         writeln!(
             csv,
             "{t},{},{phase},{},{},{},{},{},{},{unacked},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}",
-            now.duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis(),
+            tick.unix_ms(),
             d(cur.offered, prev.offered),
             d(cur.accepted, prev.accepted),
             d(cur.shed, prev.shed),
@@ -154,7 +136,7 @@ pub async fn run(
             d(cur.requests_ok, prev.requests_ok),
             watch.ledger.created.count(),
         )?;
-        if !quiet {
+        if ticker.shows() {
             let push_err: u64 = (0..6)
                 .map(|i| d(cur.push_errors[i], prev.push_errors[i]))
                 .sum();
@@ -174,22 +156,15 @@ pub async fn run(
                 q(&e2e, 0.999),
                 watch.ledger.created.count(),
             );
-            if tty {
-                eprint!("\r\x1b[2K{line}");
-            } else {
-                eprintln!("{line}");
-            }
+            ticker.say(&line);
         }
         csv.flush()?;
         prev = cur;
-        last = now;
         if stopping {
             break;
         }
     }
-    if tty && !quiet {
-        eprintln!();
-    }
+    ticker.finish();
     csv.flush()?;
     e2e_log.flush()?;
     Ok(())
