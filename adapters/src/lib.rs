@@ -4,6 +4,7 @@
 //! feature of the same name, so a build needs only the client libraries it uses.
 
 pub mod broker;
+pub mod duration_text;
 pub mod error;
 pub mod kafka;
 pub mod lanes;

@@ -54,7 +54,7 @@ pub struct Fault {
 #[serde(deny_unknown_fields, default)]
 pub struct MemOptions {
     /// Sleep this long inside every publish call (a deliberately slow broker).
-    #[serde(with = "humantime_serde_compat")]
+    #[serde(with = "crate::duration_text")]
     pub publish_delay: Duration,
     /// Misbehaviours to inject.
     pub faults: Vec<Fault>,
@@ -62,50 +62,6 @@ pub struct MemOptions {
     /// the way a broker refuses a partition count above its limit. Exercises the
     /// loader's REFUSED record.
     pub max_lanes: u64,
-}
-
-/// Minimal `Duration` serde in the `humantime` text form ("250ms", "2s").
-mod humantime_serde_compat {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}us", d.as_micros()))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        crate::mem::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Parse "250ms", "2s", "1m", "500us" (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write e.g. 250ms, 2s, 1m"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "ns" => value / 1e9,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?}; use ns, us, ms, s, m or h"
-            ))
-        }
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("{text:?} must be a non-negative duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 #[derive(Debug, Default)]

@@ -42,21 +42,7 @@ impl Serialize for Dur {
 
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(f64),
-            S(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::N(n) if n.is_finite() && n >= 0.0 => Ok(Dur(Duration::from_secs_f64(n))),
-            Raw::N(n) => Err(serde::de::Error::custom(format!(
-                "{n} is not a non-negative number of seconds"
-            ))),
-            Raw::S(s) => adapters::mem::parse_duration(&s)
-                .map(Dur)
-                .map_err(serde::de::Error::custom),
-        }
+        adapters::duration_text::deserialize(d).map(Dur)
     }
 }
 
@@ -172,7 +158,7 @@ fn de_auto_dur<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dur>, D::Error>
     }
     match Raw::deserialize(d)? {
         Raw::S(s) if s == "auto" => Ok(None),
-        Raw::S(s) => adapters::mem::parse_duration(&s)
+        Raw::S(s) => adapters::duration_text::parse_duration(&s)
             .map(|x| Some(Dur(x)))
             .map_err(serde::de::Error::custom),
         Raw::N(n) if n.is_finite() && n >= 0.0 => Ok(Some(Dur(Duration::from_secs_f64(n)))),

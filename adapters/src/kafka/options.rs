@@ -45,34 +45,34 @@ pub struct KafkaOptions {
     /// where that crashed).
     pub assignment: Assignment,
     /// Producer `linger.ms`.
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub linger: Duration,
     /// Producer `batch.num.messages`: records per produce batch (per partition).
     pub batch_messages: usize,
     /// Producer `batch.size`: bytes per produce batch (per partition).
     pub batch_bytes: usize,
     /// Consumer `fetch.wait.max.ms`: how long the broker may hold a fetch for data.
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub fetch_wait_max: Duration,
     /// How often a member commits the processed offsets of its partitions: every
     /// partition that advanced, in one synchronous `OffsetCommit`, at most this often
     /// (and always on revocation and at shutdown). Records count as acked when the
     /// commit that covers them succeeds. Between 1ms and 10s.
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub commit_interval: Duration,
     /// Records a partition may buffer in the adapter before it is paused (resumed at
     /// half). 0 = auto = 4 x the scenario's `batch`.
     pub partition_buffer: usize,
     /// Consumer `session.timeout.ms` (about 6 s suits tansu; Kafka's default is 45 s).
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub session_timeout: Duration,
     /// Replication factor of the topics the adapter creates.
     pub replication_factor: i32,
     /// Topic `retention.ms`.
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub retention: Duration,
     /// How long setup waits for topic deletion / creation to show in metadata.
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub setup_timeout: Duration,
     /// Process name of the broker on this host, the default sampler target
     /// (`proc:<name>`): `tansu`, `java` for Apache Kafka, `redpanda`. Empty = none.
@@ -166,35 +166,6 @@ impl KafkaOptions {
             ));
         }
         None
-    }
-}
-
-/// `Duration` as text ("10ms", "2s"), parsed like every other duration of a scenario.
-mod dur_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        let ms = d.as_millis();
-        if Duration::from_millis(ms as u64) == *d {
-            s.serialize_str(&format!("{ms}ms"))
-        } else {
-            s.serialize_str(&format!("{}us", d.as_micros()))
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(f64),
-            S(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::S(text) => crate::mem::parse_duration(&text).map_err(serde::de::Error::custom),
-            Raw::N(n) if n.is_finite() && n >= 0.0 => Ok(Duration::from_secs_f64(n)),
-            Raw::N(n) => Err(serde::de::Error::custom(format!("{n} is not a duration"))),
-        }
     }
 }
 

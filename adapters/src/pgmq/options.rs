@@ -69,13 +69,13 @@ pub struct PgmqOptions {
     pub pool_size: u32,
     /// First sleep after an empty read; doubled per consecutive empty read up to
     /// `empty_backoff_max`.
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub empty_backoff: Duration,
     /// Longest sleep between empty reads.
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub empty_backoff_max: Duration,
     /// Give up on one SQL call after this long (counted as an error, then retried).
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub statement_timeout: Duration,
 }
 
@@ -149,33 +149,7 @@ mod vt_serde {
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        super::dur_serde::deserialize(d)
-    }
-}
-
-/// A duration: a number (seconds) or a string such as `250ms`, `2s`.
-mod dur_serde {
-    use super::*;
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Secs(f64),
-        Text(String),
-    }
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}ms", d.as_millis()))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        match Raw::deserialize(d)? {
-            Raw::Secs(x) if x.is_finite() && x >= 0.0 => Ok(Duration::from_secs_f64(x)),
-            Raw::Secs(x) => Err(serde::de::Error::custom(format!(
-                "{x} is not a non-negative number of seconds"
-            ))),
-            Raw::Text(t) => crate::mem::parse_duration(&t).map_err(serde::de::Error::custom),
-        }
+        crate::duration_text::deserialize(d)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// How consumers pop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -44,20 +44,20 @@ pub struct QueenOptions {
     /// Wildcard / auto-ack: partitions one pop may claim (they share the `batch` budget).
     pub partitions_per_pop: u32,
     /// Wildcard / auto-ack: how long a pop waits server-side for messages.
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub long_poll: Duration,
     /// Pop loops per consumer stream; 0 = auto (wildcard: 4; targeted: one per 16
     /// partitions, between 2 and 8; auto-ack: 1, and at most 1).
     pub pop_workers: usize,
     /// The queue's lease: how long a popped, unacked partition stays with its consumer
     /// before the server hands its messages out again. Whole seconds, >= 1 s.
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub lease_time: Duration,
     /// Targeted: a worker starts a new sweep of its slice at most this often.
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub sweep_floor: Duration,
     /// Client timeout of one request (a long-poll pop gets `long_poll` on top).
-    #[serde(with = "dur_serde")]
+    #[serde(with = "crate::duration_text")]
     pub request_timeout: Duration,
     /// Attempts of one push or ack request on a network error, timeout or HTTP 5xx
     /// (a retried push cannot duplicate: every message carries its transaction id).
@@ -168,32 +168,6 @@ fn redacted<S: Serializer>(t: &Option<String>, s: S) -> Result<S::Ok, S::Error> 
     match t {
         Some(_) => s.serialize_some("***"),
         None => s.serialize_none(),
-    }
-}
-
-/// A duration: a number (seconds) or a string such as `250ms`, `2s`.
-mod dur_serde {
-    use super::*;
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Secs(f64),
-        Text(String),
-    }
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}ms", d.as_millis()))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        match Raw::deserialize(d)? {
-            Raw::Secs(x) if x.is_finite() && x >= 0.0 => Ok(Duration::from_secs_f64(x)),
-            Raw::Secs(x) => Err(serde::de::Error::custom(format!(
-                "{x} is not a non-negative number of seconds"
-            ))),
-            Raw::Text(t) => crate::mem::parse_duration(&t).map_err(serde::de::Error::custom),
-        }
     }
 }
 

@@ -62,7 +62,7 @@ pub struct RabbitOptions {
     /// basic.qos prefetch per consumer; 0 = auto = the scenario's `batch`.
     pub prefetch: u16,
     /// After the first delivery, wait at most this long for more (up to `batch`).
-    #[serde(with = "dur_text")]
+    #[serde(with = "crate::duration_text")]
     pub linger: Duration,
     /// Confirm-mode channels of the publish connection (a key always uses the same one).
     pub publish_channels: usize,
@@ -109,35 +109,6 @@ impl RabbitOptions {
             self.queues_per_group
         };
         q.max(1)
-    }
-}
-
-/// `Duration` as text ("10ms", "2s"), parsed like every other duration of a scenario.
-mod dur_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        let ms = d.as_millis();
-        if Duration::from_millis(ms as u64) == *d {
-            s.serialize_str(&format!("{ms}ms"))
-        } else {
-            s.serialize_str(&format!("{}us", d.as_micros()))
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(f64),
-            S(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::S(text) => crate::mem::parse_duration(&text).map_err(serde::de::Error::custom),
-            Raw::N(n) if n.is_finite() && n >= 0.0 => Ok(Duration::from_secs_f64(n)),
-            Raw::N(n) => Err(serde::de::Error::custom(format!("{n} is not a duration"))),
-        }
     }
 }
 
