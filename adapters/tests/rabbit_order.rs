@@ -277,100 +277,37 @@ async fn run_case(c: Case) {
     broker.close().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rabbit_order_lane_queues_classic() {
-    if !rabbit_available() {
-        return;
-    }
-    run_case(Case {
-        idiom: Idiom::LaneQueues,
-        queue_type: QueueType::Classic,
-        keys: 20,
-        lanes: 8,
-        per_key: 40,
-        refuse: None,
-    })
-    .await;
+/// One test per case: skipped (or failed under CI) without a server.
+macro_rules! rabbit_case {
+    ($(#[$doc:meta])* $name:ident: $idiom:ident / $qt:ident, keys $keys:expr, lanes $lanes:expr, per key $per:expr, refuse $refuse:expr) => {
+        $(#[$doc])*
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            if rabbit_available() {
+                run_case(Case {
+                    idiom: Idiom::$idiom,
+                    queue_type: QueueType::$qt,
+                    keys: $keys,
+                    lanes: $lanes,
+                    per_key: $per,
+                    refuse: $refuse,
+                })
+                .await;
+            }
+        }
+    };
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rabbit_order_lane_queues_quorum() {
-    if !rabbit_available() {
-        return;
-    }
-    run_case(Case {
-        idiom: Idiom::LaneQueues,
-        queue_type: QueueType::Quorum,
-        keys: 20,
-        lanes: 8,
-        per_key: 40,
-        refuse: None,
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rabbit_order_hash_exchange_classic() {
-    if !rabbit_available() {
-        return;
-    }
-    run_case(Case {
-        idiom: Idiom::HashExchange,
-        queue_type: QueueType::Classic,
-        keys: 20,
-        lanes: 20,
-        per_key: 40,
-        refuse: None,
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rabbit_order_hash_exchange_quorum() {
-    if !rabbit_available() {
-        return;
-    }
-    run_case(Case {
-        idiom: Idiom::HashExchange,
-        queue_type: QueueType::Quorum,
-        keys: 20,
-        lanes: 20,
-        per_key: 40,
-        refuse: None,
-    })
-    .await;
-}
-
-/// A refused key-batch comes back (flagged redelivered), later messages of the same
-/// key are not processed before it, and nothing else is lost or duplicated.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rabbit_refused_batch_comes_back_classic() {
-    if !rabbit_available() {
-        return;
-    }
-    run_case(Case {
-        idiom: Idiom::LaneQueues,
-        queue_type: QueueType::Classic,
-        keys: 6,
-        lanes: 2,
-        per_key: 60,
-        refuse: Some(("p1".into(), 20)),
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rabbit_refused_batch_comes_back_quorum() {
-    if !rabbit_available() {
-        return;
-    }
-    run_case(Case {
-        idiom: Idiom::HashExchange,
-        queue_type: QueueType::Quorum,
-        keys: 6,
-        lanes: 6,
-        per_key: 60,
-        refuse: Some(("p1".into(), 20)),
-    })
-    .await;
-}
+rabbit_case!(rabbit_order_lane_queues_classic: LaneQueues / Classic, keys 20, lanes 8, per key 40, refuse None);
+rabbit_case!(rabbit_order_lane_queues_quorum: LaneQueues / Quorum, keys 20, lanes 8, per key 40, refuse None);
+rabbit_case!(rabbit_order_hash_exchange_classic: HashExchange / Classic, keys 20, lanes 20, per key 40, refuse None);
+rabbit_case!(rabbit_order_hash_exchange_quorum: HashExchange / Quorum, keys 20, lanes 20, per key 40, refuse None);
+rabbit_case!(
+    /// A refused key-batch comes back (flagged redelivered), later messages of the
+    /// same key are not processed before it, and nothing else is lost or duplicated.
+    rabbit_refused_batch_comes_back_classic: LaneQueues / Classic, keys 6, lanes 2, per key 60, refuse Some(("p1".into(), 20))
+);
+rabbit_case!(
+    /// The same through the consistent-hash exchange onto quorum queues.
+    rabbit_refused_batch_comes_back_quorum: HashExchange / Quorum, keys 6, lanes 6, per key 60, refuse Some(("p1".into(), 20))
+);
