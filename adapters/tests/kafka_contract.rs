@@ -461,7 +461,12 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
         stats["kafka_pauses"] >= 1,
         "the slow partition was never paused: {stats:?}"
     );
-    assert!(stats["kafka_resumes"] >= 1, "{stats:?}");
+    // Resumed at half its buffer, unless a rebalance took the paused partition away
+    // first (its new owner starts unpaused): that is counted as a revocation.
+    assert!(
+        stats["kafka_resumes"] >= 1 || stats["kafka_partitions_revoked"] >= 1,
+        "the paused partition was neither resumed nor revoked: {stats:?}"
+    );
     assert_eq!(StreamCounters::get(&counters[0].ack_errors), 0);
     broker.close().await.unwrap();
 }

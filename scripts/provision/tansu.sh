@@ -12,7 +12,8 @@
 #     the listener and advertised listener pinned to loopback; waits until it answers.
 #
 # Env: CROSSBENCH_CACHE (build cache root), TANSU_DIR (state dir, default
-# /var/lib/crossbench/tansu), TANSU_PORT (default 9092).
+# /var/lib/crossbench/tansu), TANSU_PORT (default 9092), TANSU_MAX_DB_MB (default 1024:
+# a larger state is discarded and tansu restarted on an empty database).
 set -euo pipefail
 
 VERSION=0.6.0
@@ -68,7 +69,24 @@ if [[ -f "$STATE/tansu.pid" ]] && grep -q "panicked at" "$STATE/tansu.log" 2>/de
     fi
 fi
 
-# 4. Start it when the port is free.
+# 4. The state only grows across runs (SQLite reuses freed pages but never shrinks its
+#    file). Past TANSU_MAX_DB_MB (default 1024) a tansu this script started is stopped
+#    and started again on an empty database, so tests do not run against a broker
+#    still holding earlier runs' records. Only the harness's own state is touched.
+MAX_MB="${TANSU_MAX_DB_MB:-1024}"
+db_mb=$(( $(du -sk "$STATE" 2>/dev/null | cut -f1 || echo 0) / 1024 ))
+if [[ -f "$STATE/tansu.pid" && $db_mb -gt $MAX_MB ]]; then
+    pid=$(cat "$STATE/tansu.pid")
+    if kill -0 "$pid" 2>/dev/null && [[ "$(cat /proc/$pid/comm 2>/dev/null)" == tansu* ]]; then
+        log "tansu state is ${db_mb} MB (> ${MAX_MB} MB); restarting it on an empty database"
+        kill "$pid"
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+        rm -f "$STATE"/tansu.db "$STATE"/tansu.db-wal "$STATE"/tansu.db-shm
+    fi
+fi
+
+# 5. Start it when the port is free.
 if port_open; then
     log "something already answers on 127.0.0.1:$PORT; leaving it alone"
     exit 0
