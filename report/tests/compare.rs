@@ -86,7 +86,7 @@ fn reproducing_page_lists_every_published_cell_and_marks_the_unrun() {
         "- reproduce here: `crossbench run scenarios/pgmq-sparse.yaml --set drain.max=60s`"
     ));
     // A cell that cannot run here says why.
-    assert!(page.contains("- not run here yet: needs a Queen server"));
+    assert!(page.contains("- not run here: crossbench has no Pulsar adapter"));
 }
 
 #[test]
