@@ -54,19 +54,28 @@ if [[ ! -x "$BIN" ]]; then
 fi
 "$BIN" --version >/dev/null 2>&1 || die "$BIN does not run"
 
+# The pid of a tansu this script started that is still running, or nothing.
+our_tansu() {
+    [[ -f "$STATE/tansu.pid" ]] || return 1
+    local pid
+    pid=$(cat "$STATE/tansu.pid")
+    kill -0 "$pid" 2>/dev/null && [[ "$(cat /proc/$pid/comm 2>/dev/null)" == tansu* ]] && echo "$pid"
+}
+
+stop_tansu() {
+    kill "$1"
+    for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null || true
+}
+
 # 3. A tansu this script started whose storage task panicked still accepts
 #    connections but answers every request with an error (seen with 0.6.0's SQLite
 #    engine: "more or less than one row" in lite.rs when topics are deleted and
 #    recreated under load). Restart it; its data file is kept.
-if [[ -f "$STATE/tansu.pid" ]] && grep -q "panicked at" "$STATE/tansu.log" 2>/dev/null; then
-    pid=$(cat "$STATE/tansu.pid")
-    if kill -0 "$pid" 2>/dev/null && [[ "$(cat /proc/$pid/comm 2>/dev/null)" == tansu* ]]; then
-        log "tansu (pid $pid) panicked earlier (see $STATE/tansu.log); restarting it"
-        kill "$pid"
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        mv "$STATE/tansu.log" "$STATE/tansu.log.panicked"
-    fi
+if grep -q "panicked at" "$STATE/tansu.log" 2>/dev/null && pid=$(our_tansu); then
+    log "tansu (pid $pid) panicked earlier (see $STATE/tansu.log); restarting it"
+    stop_tansu "$pid"
+    mv "$STATE/tansu.log" "$STATE/tansu.log.panicked"
 fi
 
 # 4. The state only grows across runs (SQLite reuses freed pages but never shrinks its
@@ -75,15 +84,10 @@ fi
 #    still holding earlier runs' records. Only the harness's own state is touched.
 MAX_MB="${TANSU_MAX_DB_MB:-1024}"
 db_mb=$(( $(du -sk "$STATE" 2>/dev/null | cut -f1 || echo 0) / 1024 ))
-if [[ -f "$STATE/tansu.pid" && $db_mb -gt $MAX_MB ]]; then
-    pid=$(cat "$STATE/tansu.pid")
-    if kill -0 "$pid" 2>/dev/null && [[ "$(cat /proc/$pid/comm 2>/dev/null)" == tansu* ]]; then
-        log "tansu state is ${db_mb} MB (> ${MAX_MB} MB); restarting it on an empty database"
-        kill "$pid"
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        rm -f "$STATE"/tansu.db "$STATE"/tansu.db-wal "$STATE"/tansu.db-shm
-    fi
+if [[ $db_mb -gt $MAX_MB ]] && pid=$(our_tansu); then
+    log "tansu state is ${db_mb} MB (> ${MAX_MB} MB); restarting it on an empty database"
+    stop_tansu "$pid"
+    rm -f "$STATE"/tansu.db "$STATE"/tansu.db-wal "$STATE"/tansu.db-shm
 fi
 
 # 5. Start it when the port is free.
