@@ -7,7 +7,7 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{absent, reachable, result, stream_sum};
+use support::{absent, assert_clean_pass, reachable, result, stream_sum};
 
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
 const DSN_DB: &str = "crossbench";
@@ -40,16 +40,6 @@ fn pg_ready() -> bool {
     reachable("127.0.0.1:5432", "PostgreSQL", PROVISION)
         && (psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Some("1")
             || absent("pgmq (in database crossbench)", "127.0.0.1:5432", PROVISION))
-}
-
-fn assert_clean_pass(r: &serde_json::Value) {
-    assert_eq!(r["outcome"], "PASS", "outcome; verdict: {}", r["verdict"]);
-    let t = &r["verdict"]["totals"];
-    for k in ["gaps", "violations", "dups"] {
-        if let Some(v) = t.get(k) {
-            assert_eq!(v.as_u64(), Some(0), "{k} in {t}");
-        }
-    }
 }
 
 #[test]

@@ -103,3 +103,12 @@ pub fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
     );
     (o.status.code().unwrap_or(-1), text, tmp)
 }
+
+/// The cell PASSed with no gap, order violation, duplicate or lost tail.
+pub fn assert_clean_pass(r: &Value) {
+    assert_eq!(r["outcome"], "PASS", "outcome; verdict: {}", r["verdict"]);
+    let t = &r["verdict"]["totals"];
+    for k in ["gaps", "order_violations", "duplicates", "lost_tail"] {
+        assert_eq!(t[k].as_u64(), Some(0), "{k} in {t}");
+    }
+}
