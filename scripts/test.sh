@@ -54,6 +54,11 @@ if [ "$status" -ne 0 ]; then
     grab && /^(stack backtrace:|note: |failures:|---- )/ { grab = 0 }
     grab && n < 12 { print "   " $0; n++ }
   ' target/test-output.txt
+  # A broker-side crash (e.g. an AMQP INTERNAL_ERROR) shows only in the broker's log.
+  if grep -q '^---- .*rabbit.* stdout ----$' target/test-output.txt && ls /var/log/rabbitmq/rabbit@*.log >/dev/null 2>&1; then
+    step "RabbitMQ log: the last errors (crash reports cut to 12 lines each)"
+    grep -h -A12 '\[error\]' /var/log/rabbitmq/rabbit@*.log | grep -v 'ra_server_sup\|shutdown_error' | tail -60 || true
+  fi
   echo "tests passed: $passed; cargo test exited $status"
   exit "$status"
 fi

@@ -736,15 +736,21 @@ impl Inner {
         })
         .await
         .map_err(|e| self.err_refused(format!("reset: {e}")))?;
-        run_spread(&chans, exchanges, |ch, name| async move {
+        // Exchanges go one at a time, each topic exchange before the hash exchanges it
+        // is bound to. RabbitMQ (3.x, Mnesia) can crash a channel with INTERNAL_ERROR
+        // when two exchanges joined by an exchange-to-exchange binding are deleted at
+        // once (rabbitmq-server#11951: process_deletions finds the other exchange
+        // gone); CI hit that once on this reset. A handful of deletes, so serial costs
+        // nothing that matters.
+        let ch0 = &chans[0];
+        for name in delete_order(exchanges) {
             timed(
                 "exchange.delete",
-                ch.exchange_delete(sstr(&name), ExchangeDeleteOptions::default()),
+                ch0.exchange_delete(sstr(&name), ExchangeDeleteOptions::default()),
             )
             .await
-        })
-        .await
-        .map_err(|e| self.err_refused(format!("reset: {e}")))?;
+            .map_err(|e| self.err_refused(format!("reset: {e}")))?;
+        }
         add(&self.stats.reset_deleted_queues, nq);
         add(&self.stats.reset_deleted_exchanges, nx);
         for ch in chans {
@@ -996,6 +1002,14 @@ enum SetEnd {
 
 /// Run `f(channel, item)` for every item, items spread round-robin over the
 /// channels, each channel's share sequential, the channels concurrent. First error wins.
+/// The order reset deletes exchanges in: sources (topic exchanges) before the
+/// exchanges bound to them (`….hash`), so no delete removes a binding whose other
+/// end is being deleted at the same time.
+fn delete_order(mut exchanges: Vec<String>) -> Vec<String> {
+    exchanges.sort_by_key(|n| (n.ends_with(".hash"), n.clone()));
+    exchanges
+}
+
 async fn run_spread<T, F, Fut>(chans: &[Channel], items: Vec<T>, f: F) -> Result<(), String>
 where
     F: Fn(Channel, T) -> Fut,
@@ -1145,6 +1159,17 @@ impl Broker for RabbitBroker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_deletes_topic_exchanges_before_the_hash_exchanges_bound_to_them() {
+        let got = delete_order(vec![
+            "cb.a.g1.hash".into(),
+            "cb.b".into(),
+            "cb.a".into(),
+            "cb.b.g1.hash".into(),
+        ]);
+        assert_eq!(got, ["cb.a", "cb.b", "cb.a.g1.hash", "cb.b.g1.hash"]);
+    }
 
     #[test]
     fn password_is_found_and_redacted() {
