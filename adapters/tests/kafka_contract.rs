@@ -8,20 +8,12 @@
 
 mod support;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adapters::kafka::{KafkaBroker, KafkaOptions};
-use adapters::{
-    BatchHandler, Broker, BrokerError, ConsumeOptions, Disposition, Durability, KeyBatch,
-    StreamCounters, TopicSpec, Topology,
-};
-use async_trait::async_trait;
-use bytes::Bytes;
-use parking_lot::Mutex;
-use tokio_util::sync::CancellationToken;
+use adapters::{Broker, BrokerError, Durability, StreamCounters};
+use support::{keys, publish_concurrently, topology, wait_all, Consumers, Recorder};
 
 /// One test at a time: they share the broker and the 2 cores.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -34,99 +26,6 @@ fn kafka_available() -> bool {
     )
 }
 
-/// Records what a group processed per key, when, and whether a key was ever in two
-/// handler calls at once.
-struct Recorder {
-    group: String,
-    log: Mutex<HashMap<String, Vec<u64>>>,
-    done_at: Mutex<HashMap<String, Instant>>,
-    first_at: Mutex<Option<Instant>>,
-    in_flight: Mutex<HashSet<String>>,
-    overlaps: AtomicU64,
-    processed: AtomicU64,
-    redelivered_seen: AtomicU64,
-    refuse_once: Mutex<Option<(String, u64)>>,
-    refused_batches: AtomicU64,
-    /// Per-message sleep of this key (the slow key).
-    slow: Option<(String, Duration)>,
-}
-
-impl Recorder {
-    fn new(
-        group: &str,
-        refuse: Option<(String, u64)>,
-        slow: Option<(String, Duration)>,
-    ) -> Arc<Self> {
-        Arc::new(Recorder {
-            group: group.into(),
-            log: Mutex::new(HashMap::new()),
-            done_at: Mutex::new(HashMap::new()),
-            first_at: Mutex::new(None),
-            in_flight: Mutex::new(HashSet::new()),
-            overlaps: AtomicU64::new(0),
-            processed: AtomicU64::new(0),
-            redelivered_seen: AtomicU64::new(0),
-            refuse_once: Mutex::new(refuse),
-            refused_batches: AtomicU64::new(0),
-            slow,
-        })
-    }
-}
-
-fn seq_of(p: &Bytes) -> u64 {
-    std::str::from_utf8(p)
-        .unwrap()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-#[async_trait]
-impl BatchHandler for Recorder {
-    async fn handle(&self, batch: KeyBatch) -> Disposition {
-        let key = batch.key.to_string();
-        self.first_at.lock().get_or_insert_with(Instant::now);
-        if !self.in_flight.lock().insert(key.clone()) {
-            self.overlaps.fetch_add(1, Ordering::Relaxed);
-        }
-        let seqs: Vec<u64> = batch.messages.iter().map(|m| seq_of(&m.payload)).collect();
-        let redelivered = batch.messages.iter().filter(|m| m.redelivered).count() as u64;
-        self.redelivered_seen
-            .fetch_add(redelivered, Ordering::Relaxed);
-        let pause = match &self.slow {
-            Some((k, d)) if *k == key => *d * batch.messages.len() as u32,
-            _ => Duration::from_millis(2),
-        };
-        tokio::time::sleep(pause).await;
-        let refuse = {
-            let mut r = self.refuse_once.lock();
-            match &*r {
-                Some((k, s)) if *k == key && seqs.contains(s) => {
-                    *r = None;
-                    true
-                }
-                _ => false,
-            }
-        };
-        self.in_flight.lock().remove(&key);
-        if refuse {
-            self.refused_batches.fetch_add(1, Ordering::Relaxed);
-            return Disposition::Refuse;
-        }
-        self.log
-            .lock()
-            .entry(key.clone())
-            .or_default()
-            .extend(&seqs);
-        self.done_at.lock().insert(key, Instant::now());
-        self.processed
-            .fetch_add(seqs.len() as u64, Ordering::Relaxed);
-        Disposition::Ack
-    }
-}
-
 fn options() -> KafkaOptions {
     KafkaOptions {
         members: 2,
@@ -136,115 +35,9 @@ fn options() -> KafkaOptions {
     }
 }
 
-fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64) -> Topology {
-    Topology {
-        topics: vec![TopicSpec {
-            name: topic.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        }],
-        keys,
-        lanes,
-        durability: Durability::Default,
-        dedup_window_sec: 0,
-        reset: true,
-    }
-}
-
-struct Running {
-    stop: CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<Result<(), BrokerError>>>,
-    counters: Vec<Arc<StreamCounters>>,
-}
-
-fn start(broker: &Arc<KafkaBroker>, topic: &str, recs: &[Arc<Recorder>], batch: usize) -> Running {
-    let stop = CancellationToken::new();
-    let mut tasks = Vec::new();
-    let mut counters = Vec::new();
-    for rec in recs {
-        let cnt = Arc::new(StreamCounters::default());
-        counters.push(cnt.clone());
-        let b = broker.clone();
-        let h: Arc<dyn BatchHandler> = rec.clone();
-        let opts = ConsumeOptions {
-            batch,
-            lanes: 64,
-            counters: cnt,
-        };
-        let (t, g, s) = (topic.to_string(), rec.group.clone(), stop.clone());
-        tasks.push(tokio::spawn(
-            async move { b.consume(&t, &g, opts, h, s).await },
-        ));
-    }
-    Running {
-        stop,
-        tasks,
-        counters,
-    }
-}
-
-impl Running {
-    async fn finish(self) -> Vec<Arc<StreamCounters>> {
-        self.stop.cancel();
-        for t in self.tasks {
-            tokio::time::timeout(Duration::from_secs(60), t)
-                .await
-                .expect("consumers stop")
-                .unwrap()
-                .expect("consume");
-        }
-        self.counters
-    }
-}
-
-/// Publish seqs `from..to` of every key, each key from its own task, some calls with
-/// 3 payloads.
-async fn publish_range(
-    broker: &Arc<KafkaBroker>,
-    topic: &str,
-    keys: &[String],
-    from: u64,
-    to: u64,
-) {
-    let mut pubs = Vec::new();
-    for key in keys {
-        let b = broker.clone();
-        let t = topic.to_string();
-        let key = key.clone();
-        pubs.push(tokio::spawn(async move {
-            let mut seq = from;
-            while seq < to {
-                let n = if seq.is_multiple_of(4) {
-                    3.min(to - seq)
-                } else {
-                    1
-                };
-                let payloads: Vec<Bytes> = (seq..seq + n)
-                    .map(|s| Bytes::from(format!("{key}:{s}")))
-                    .collect();
-                b.publish(&t, &key, &payloads).await.expect("publish");
-                seq += n;
-            }
-        }));
-    }
-    for p in pubs {
-        p.await.unwrap();
-    }
-}
-
-async fn wait_processed(recs: &[Arc<Recorder>], want: u64, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while recs
-        .iter()
-        .any(|r| r.processed.load(Ordering::Relaxed) < want)
-        && Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn order_case(
     topic: &str,
-    keys: u64,
+    keys_n: u64,
     lanes: u64,
     per_key: u64,
     refuse: Option<(String, u64)>,
@@ -252,7 +45,7 @@ async fn order_case(
     let _serial = SERIAL.lock().await;
     let broker = Arc::new(KafkaBroker::new(options()).unwrap());
     let d = broker
-        .setup(&topology(topic, &["g1", "g2"], keys, lanes))
+        .setup(&topology(topic, &["g1", "g2"], keys_n, lanes))
         .await
         .expect("setup");
     assert_eq!(d.system, "kafka");
@@ -260,32 +53,21 @@ async fn order_case(
     assert_eq!(d.ordered_lanes, lanes);
     assert_eq!(d.consumer_members, 4);
     let recs = [
-        Recorder::new("g1", refuse.clone(), None),
-        Recorder::new("g2", None, None),
+        Recorder::new("g1").refusing(refuse.clone()).arc(),
+        Recorder::new("g2").arc(),
     ];
-    let run = start(&broker, topic, &recs, 10);
-    let names: Vec<String> = (0..keys).map(|k| format!("p{k}")).collect();
-    publish_range(&broker, topic, &names, 0, per_key).await;
-    let want = keys * per_key;
-    wait_processed(&recs, want, Duration::from_secs(90)).await;
+    let run = Consumers::start(&broker, topic, &recs, 10, 64);
+    let names = keys(keys_n);
+    publish_concurrently(&broker, topic, &names, 0..per_key).await;
+    let want = keys_n * per_key;
+    wait_all(&recs, want, Duration::from_secs(90)).await;
     // A moment for stray duplicates to show up.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let counters = run.finish().await;
     let stats = broker.counters();
     println!("{topic}: {stats:?}");
     for (rec, cnt) in recs.iter().zip(&counters) {
-        assert_eq!(
-            rec.overlaps.load(Ordering::Relaxed),
-            0,
-            "{}: a key was in two handlers",
-            rec.group
-        );
-        let log = rec.log.lock();
-        assert_eq!(log.len() as u64, keys, "{}: keys seen", rec.group);
-        let expect: Vec<u64> = (0..per_key).collect();
-        for (k, seqs) in log.iter() {
-            assert_eq!(seqs, &expect, "{} key {k}: processed order", rec.group);
-        }
+        rec.assert_in_order(&names, per_key, &format!("{stats:?}"));
         assert_eq!(StreamCounters::get(&cnt.ack_errors), 0, "{}", rec.group);
         assert_eq!(
             StreamCounters::get(&cnt.acked),
@@ -294,15 +76,14 @@ async fn order_case(
             rec.group
         );
     }
-    let stats = broker.counters();
     assert_eq!(stats["kafka_published"], want);
     assert_eq!(stats["kafka_partitions_per_topic"], lanes);
     assert_eq!(stats["kafka_stray_records"], 0, "{stats:?}");
     if refuse.is_some() {
         let r = &recs[0];
-        assert_eq!(r.refused_batches.load(Ordering::Relaxed), 1);
+        assert_eq!(r.refused_batches(), 1);
         assert!(
-            r.redelivered_seen.load(Ordering::Relaxed) >= 1,
+            r.redelivered_seen() >= 1,
             "the refused batch came back flagged redelivered"
         );
         assert!(StreamCounters::get(&counters[0].refused) >= 1);
@@ -380,7 +161,7 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
     let partitions = 4u32;
     let slow_key = "p0".to_string();
     let slow_p = partition_of(&slow_key, partitions);
-    let keys: Vec<String> = (0..24).map(|k| format!("p{k}")).collect();
+    let keys = keys(24);
     let (same, other): (Vec<&String>, Vec<&String>) = keys[1..]
         .iter()
         .partition(|k| partition_of(k, partitions) == slow_p);
@@ -404,29 +185,26 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
     let per_key = 40u64;
     // The other keys carry a quarter of the slow key's records each.
     let fast_per_key = per_key / 4;
-    let rec = Recorder::new(
-        "g",
-        None,
-        Some((slow_key.clone(), Duration::from_millis(100))),
-    );
-    let run = start(&broker, topic, std::slice::from_ref(&rec), 20);
+    let rec = Recorder::new("g")
+        .slow_key(&slow_key, Duration::from_millis(100))
+        .arc();
+    let run = Consumers::start(&broker, topic, std::slice::from_ref(&rec), 20, 64);
     // Seq 0 of every key first: once through, the group has joined and settled.
-    publish_range(&broker, topic, &keys, 0, 1).await;
-    wait_processed(
-        std::slice::from_ref(&rec),
-        keys.len() as u64,
-        Duration::from_secs(60),
-    )
-    .await;
+    publish_concurrently(&broker, topic, &keys, 0..1).await;
+    rec.wait_for(keys.len() as u64, Duration::from_secs(60))
+        .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let t0 = Instant::now();
-    publish_range(&broker, topic, std::slice::from_ref(&slow_key), 1, per_key).await;
-    publish_range(&broker, topic, &keys[1..], 1, fast_per_key).await;
+    publish_concurrently(&broker, topic, std::slice::from_ref(&slow_key), 1..per_key).await;
+    publish_concurrently(&broker, topic, &keys[1..], 1..fast_per_key).await;
     let want = per_key + fast_per_key * (keys.len() as u64 - 1);
-    wait_processed(std::slice::from_ref(&rec), want, Duration::from_secs(120)).await;
+    rec.wait_for(want, Duration::from_secs(120)).await;
     let counters = run.finish().await;
-    let done = rec.done_at.lock().clone();
-    let at = |k: &String| done.get(k).map(|t| t.duration_since(t0)).expect("key done");
+    let at = |k: &String| {
+        rec.done_at(k)
+            .map(|t| t.duration_since(t0))
+            .expect("key done")
+    };
     let slow = at(&slow_key);
     let other_max = other.iter().map(|k| at(k)).max().unwrap();
     let same_max = same.iter().map(|k| at(k)).max();
@@ -438,15 +216,15 @@ async fn kafka_slow_key_holds_back_only_its_partition() {
         stats["kafka_pauses"],
         stats["kafka_resumes"]
     );
-    assert_eq!(rec.overlaps.load(Ordering::Relaxed), 0);
-    for (k, seqs) in rec.log.lock().iter() {
+    assert_eq!(rec.overlaps(), 0);
+    for k in &keys {
         let n = if *k == slow_key {
             per_key
         } else {
             fast_per_key
         };
         let expect: Vec<u64> = (0..n).collect();
-        assert_eq!(seqs, &expect, "key {k}: order");
+        assert_eq!(rec.seqs(k), expect, "key {k}: order");
     }
     // 39 records of the slow key after t0 at 100 ms each.
     assert!(

@@ -6,20 +6,13 @@
 
 mod support;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adapters::queen::{PopMode, QueenBroker, QueenOptions};
-use adapters::{
-    BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Disposition, Durability, KeyBatch,
-    StreamCounters, TopicSpec, Topology,
-};
-use async_trait::async_trait;
-use bytes::Bytes;
-use parking_lot::Mutex;
-use support::{parse, payload, queen_url};
-use tokio_util::sync::CancellationToken;
+use adapters::{Broker, DeliveryGuarantee, StreamCounters};
+use support::{keys, publish_interleaved, queen_url, topology, wait_all, Consumers, Recorder};
 
 fn options(url: &str, mode: PopMode) -> QueenOptions {
     QueenOptions {
@@ -45,96 +38,15 @@ fn unique(name: &str) -> String {
     format!("it-{name}-{n}")
 }
 
-fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64) -> Topology {
-    Topology {
-        topics: vec![TopicSpec {
-            name: topic.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        }],
-        keys,
-        lanes,
-        durability: Durability::Default,
-        dedup_window_sec: 0,
-        reset: true,
-    }
-}
-
-/// Records every delivery; checks that a key is never in two handler calls at once;
-/// refuses the batch holding `refuse_once` the first time it arrives.
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<HashMap<u64, Vec<(u64, bool)>>>,
-    busy: Mutex<HashSet<Arc<str>>>,
-    overlaps: Mutex<u64>,
-    refuse_once: Mutex<Option<(u64, u64)>>,
-    refused: Mutex<Vec<(u64, u64)>>,
-    total: Mutex<u64>,
-}
-
-#[async_trait]
-impl BatchHandler for Recorder {
-    async fn handle(&self, batch: KeyBatch) -> Disposition {
-        if !self.busy.lock().insert(batch.key.clone()) {
-            *self.overlaps.lock() += 1;
-        }
-        tokio::time::sleep(Duration::from_millis(3)).await;
-        let mut refuse = false;
-        {
-            let mut r = self.refuse_once.lock();
-            if let Some(target) = *r {
-                if batch.messages.iter().any(|m| parse(&m.payload) == target) {
-                    refuse = true;
-                    *r = None;
-                    *self.refused.lock() =
-                        batch.messages.iter().map(|m| parse(&m.payload)).collect();
-                }
-            }
-        }
-        if !refuse {
-            let mut seen = self.seen.lock();
-            for m in &batch.messages {
-                let (k, s) = parse(&m.payload);
-                seen.entry(k).or_default().push((s, m.redelivered));
-            }
-            *self.total.lock() += batch.messages.len() as u64;
-        }
-        self.busy.lock().remove(&batch.key);
-        if refuse {
-            Disposition::Refuse
-        } else {
-            Disposition::Ack
-        }
-    }
-}
-
-async fn wait_for(rec: &Recorder, want: u64, limit: Duration) {
-    let t0 = Instant::now();
-    while *rec.total.lock() < want && t0.elapsed() < limit {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Publish `keys` x `per_key` messages in batches of 5, keys interleaved.
-async fn publish_all(b: &QueenBroker, topic: &str, keys: u64, per_key: u64) {
-    for round in 0..per_key / 5 {
-        for k in 0..keys {
-            let ps: Vec<Bytes> = (0..5).map(|i| payload(k, round * 5 + i)).collect();
-            b.publish(topic, &format!("p{k}"), &ps)
-                .await
-                .expect("publish");
-        }
-    }
-}
-
 /// Two consumer groups read the same queue; each must get every message once, in
 /// publish order per key, never one key in two handler calls at once.
 async fn order_two_groups(mode: PopMode, name: &str) {
     let Some(url) = queen_url(name) else { return };
     let b = Arc::new(QueenBroker::new(options(&url, mode)).unwrap());
     let topic = unique(name);
-    let (keys, per_key) = (10u64, 30u64);
+    let (keys_n, per_key) = (10u64, 30u64);
     let d = b
-        .setup(&topology(&topic, &["g-1", "g-2"], keys, keys))
+        .setup(&topology(&topic, &["g-1", "g-2"], keys_n, keys_n))
         .await
         .expect("setup (is the Queen server at CROSSBENCH_QUEEN_URL up?)");
     eprintln!("Queen server version {}", b.server_version());
@@ -150,63 +62,19 @@ async fn order_two_groups(mode: PopMode, name: &str) {
     assert_eq!(d.delivery, want_guarantee);
 
     // Half before the consumers start, half while they run.
-    publish_all(&b, &topic, keys, per_key / 2).await;
-    let stop = CancellationToken::new();
-    let mut recs = Vec::new();
-    let mut tasks = Vec::new();
-    for g in ["g-1", "g-2"] {
-        let rec = Arc::new(Recorder::default());
-        let counters = Arc::new(StreamCounters::default());
-        let o = ConsumeOptions {
-            batch: 4,
-            lanes: 16,
-            counters: counters.clone(),
-        };
-        let (b2, h, s, t) = (
-            b.clone(),
-            rec.clone() as Arc<dyn BatchHandler>,
-            stop.clone(),
-            topic.clone(),
-        );
-        tasks.push(tokio::spawn(
-            async move { b2.consume(&t, g, o, h, s).await },
-        ));
-        recs.push((rec, counters));
-    }
-    for round in per_key / 10..per_key / 5 {
-        for k in 0..keys {
-            let ps: Vec<Bytes> = (0..5).map(|i| payload(k, round * 5 + i)).collect();
-            b.publish(&topic, &format!("p{k}"), &ps)
-                .await
-                .expect("publish");
-        }
-    }
-    let all = keys * per_key;
-    for (rec, _) in &recs {
-        wait_for(rec, all, Duration::from_secs(60)).await;
-    }
+    let names = keys(keys_n);
+    publish_interleaved(&*b, &topic, &names, 0..per_key / 2, 5).await;
+    let recs = [Recorder::new("g-1").arc(), Recorder::new("g-2").arc()];
+    let consumers = Consumers::start(&b, &topic, &recs, 4, 16);
+    publish_interleaved(&*b, &topic, &names, per_key / 2..per_key, 5).await;
+    let all = keys_n * per_key;
+    wait_all(&recs, all, Duration::from_secs(60)).await;
     // A little longer: nothing more (no duplicates) may arrive.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    stop.cancel();
-    for t in tasks {
-        t.await.unwrap().expect("consume ends cleanly");
-    }
-    for (rec, counters) in &recs {
-        assert_eq!(*rec.total.lock(), all, "every message once");
-        assert_eq!(
-            *rec.overlaps.lock(),
-            0,
-            "a key was in two handler calls at once"
-        );
-        let seen = rec.seen.lock();
-        for k in 0..keys {
-            let seqs: Vec<u64> = seen[&k].iter().map(|x| x.0).collect();
-            assert_eq!(
-                seqs,
-                (0..per_key).collect::<Vec<_>>(),
-                "key {k} out of order"
-            );
-        }
+    let counters = consumers.finish().await;
+    for (rec, counters) in recs.iter().zip(&counters) {
+        assert_eq!(rec.processed(), all, "every message once");
+        rec.assert_in_order(&names, per_key, "");
         assert_eq!(StreamCounters::get(&counters.acked), all);
         assert_eq!(StreamCounters::get(&counters.ack_errors), 0);
         assert_eq!(StreamCounters::get(&counters.receive_errors), 0);
@@ -259,44 +127,22 @@ async fn refused_batch_redelivered(mode: PopMode, name: &str) {
     b.setup(&topology(&topic, &["g"], 3, 3))
         .await
         .expect("setup");
-    for k in 0..3u64 {
-        let ps: Vec<Bytes> = (0..4).map(|i| payload(k, i)).collect();
-        b.publish(&topic, &format!("p{k}"), &ps)
-            .await
-            .expect("publish");
-    }
-    let rec = Arc::new(Recorder::default());
-    *rec.refuse_once.lock() = Some((1, 2));
-    let counters = Arc::new(StreamCounters::default());
-    let co = ConsumeOptions {
-        batch: 10,
-        lanes: 8,
-        counters: counters.clone(),
-    };
-    let stop = CancellationToken::new();
+    publish_interleaved(&*b, &topic, &keys(3), 0..4, 4).await;
+    let rec = Recorder::new("g").refusing(Some(("p1".into(), 2))).arc();
     let t0 = Instant::now();
-    let t = {
-        let (b2, h, s, t) = (
-            b.clone(),
-            rec.clone() as Arc<dyn BatchHandler>,
-            stop.clone(),
-            topic.clone(),
-        );
-        tokio::spawn(async move { b2.consume(&t, "g", co, h, s).await })
-    };
-    wait_for(&rec, 12, Duration::from_secs(30)).await;
+    let consumers = Consumers::start(&b, &topic, std::slice::from_ref(&rec), 10, 8);
+    rec.wait_for(12, Duration::from_secs(30)).await;
     let took = t0.elapsed();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    t.await.unwrap().expect("consume");
+    let counters = consumers.finish().await;
 
-    let refused = rec.refused.lock().clone();
+    let refused = rec.refused();
     assert!(
-        refused.contains(&(1, 2)),
-        "the batch holding (1, 2) was refused: {refused:?}"
+        refused.contains(&("p1".to_string(), 2)),
+        "the batch holding (p1, 2) was refused: {refused:?}"
     );
     assert_eq!(
-        *rec.total.lock(),
+        rec.processed(),
         12,
         "the refused batch came back, nothing lost or doubled"
     );
@@ -304,19 +150,26 @@ async fn refused_batch_redelivered(mode: PopMode, name: &str) {
         took < Duration::from_secs(30),
         "the refused batch came back after {took:?}: it waited for the 60 s lease"
     );
-    let seen = rec.seen.lock();
-    let k1: Vec<u64> = seen[&1].iter().map(|x| x.0).collect();
-    assert_eq!(k1, vec![0, 1, 2, 3], "key order survives the redelivery");
+    assert_eq!(
+        rec.seqs("p1"),
+        vec![0, 1, 2, 3],
+        "key order survives the redelivery"
+    );
     for (k, s) in &refused {
         assert!(
-            seen[k].iter().any(|&(s2, again)| s2 == *s && again),
+            rec.deliveries(k)
+                .iter()
+                .any(|&(s2, again)| s2 == *s && again),
             "({k}, {s}) came back flagged redelivered"
         );
     }
-    assert_eq!(StreamCounters::get(&counters.refused), refused.len() as u64);
-    assert_eq!(StreamCounters::get(&counters.acked), 12);
-    assert_eq!(StreamCounters::get(&counters.ack_errors), 0);
-    assert_eq!(*rec.overlaps.lock(), 0);
+    assert_eq!(
+        StreamCounters::get(&counters[0].refused),
+        refused.len() as u64
+    );
+    assert_eq!(StreamCounters::get(&counters[0].acked), 12);
+    assert_eq!(StreamCounters::get(&counters[0].ack_errors), 0);
+    assert_eq!(rec.overlaps(), 0);
     let c = b.counters();
     assert!(c["queen_released_batches"] >= 1);
 }
@@ -344,35 +197,14 @@ async fn queen_lanes_below_keys_hash_keys_onto_partitions() {
         .await
         .expect("setup");
     assert_eq!(d.ordered_lanes, 4);
-    for k in 0..20u64 {
-        b.publish(&topic, &format!("p{k}"), &[payload(k, 0), payload(k, 1)])
-            .await
-            .unwrap();
-    }
-    let rec = Arc::new(Recorder::default());
-    let stop = CancellationToken::new();
-    let co = ConsumeOptions {
-        batch: 50,
-        lanes: 8,
-        counters: Arc::new(StreamCounters::default()),
-    };
-    let t = {
-        let (b2, h, s, t) = (
-            b.clone(),
-            rec.clone() as Arc<dyn BatchHandler>,
-            stop.clone(),
-            topic.clone(),
-        );
-        tokio::spawn(async move { b2.consume(&t, "g", co, h, s).await })
-    };
-    wait_for(&rec, 40, Duration::from_secs(30)).await;
-    stop.cancel();
-    t.await.unwrap().unwrap();
-    assert_eq!(*rec.total.lock(), 40);
-    let seen = rec.seen.lock();
-    for k in 0..20u64 {
-        assert_eq!(seen[&k].iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 1]);
-    }
+    let names = keys(20);
+    publish_interleaved(&*b, &topic, &names, 0..2, 2).await;
+    let rec = Recorder::new("g").arc();
+    let consumers = Consumers::start(&b, &topic, std::slice::from_ref(&rec), 50, 8);
+    rec.wait_for(40, Duration::from_secs(30)).await;
+    consumers.finish().await;
+    assert_eq!(rec.processed(), 40);
+    rec.assert_in_order(&names, 2, "");
 }
 
 /// A requested dedup window is either configured (the server echoed it) or reported as

@@ -7,20 +7,12 @@
 
 mod support;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use adapters::rabbitmq::{Idiom, QueueType, RabbitBroker, RabbitOptions};
-use adapters::{
-    BatchHandler, Broker, ConsumeOptions, Disposition, Durability, KeyBatch, StreamCounters,
-    TopicSpec, Topology,
-};
-use async_trait::async_trait;
-use bytes::Bytes;
-use parking_lot::Mutex;
-use tokio_util::sync::CancellationToken;
+use adapters::{Broker, Durability, StreamCounters};
+use support::{keys, publish_concurrently, topology, wait_all, Consumers, Recorder};
 
 /// Tests share one server and reset each other's prefix-free names otherwise.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -31,80 +23,6 @@ fn rabbit_available() -> bool {
         "RabbitMQ",
         "scripts/provision/rabbitmq.sh",
     )
-}
-
-/// Records what each group processed, per key, and checks that a key is never in
-/// two handler calls of one group at once.
-struct Recorder {
-    group: String,
-    log: Mutex<HashMap<String, Vec<u64>>>,
-    in_flight: Mutex<HashSet<String>>,
-    overlaps: AtomicU64,
-    processed: AtomicU64,
-    redelivered_seen: AtomicU64,
-    /// Refuse the first batch that contains this (key, seq), once.
-    refuse_once: Mutex<Option<(String, u64)>>,
-    refused_batches: AtomicU64,
-}
-
-impl Recorder {
-    fn new(group: &str, refuse: Option<(String, u64)>) -> Arc<Self> {
-        Arc::new(Recorder {
-            group: group.into(),
-            log: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashSet::new()),
-            overlaps: AtomicU64::new(0),
-            processed: AtomicU64::new(0),
-            redelivered_seen: AtomicU64::new(0),
-            refuse_once: Mutex::new(refuse),
-            refused_batches: AtomicU64::new(0),
-        })
-    }
-}
-
-fn seq_of(p: &Bytes) -> u64 {
-    std::str::from_utf8(p)
-        .unwrap()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-#[async_trait]
-impl BatchHandler for Recorder {
-    async fn handle(&self, batch: KeyBatch) -> Disposition {
-        let key = batch.key.to_string();
-        if !self.in_flight.lock().insert(key.clone()) {
-            self.overlaps.fetch_add(1, Ordering::Relaxed);
-        }
-        let seqs: Vec<u64> = batch.messages.iter().map(|m| seq_of(&m.payload)).collect();
-        let redelivered = batch.messages.iter().filter(|m| m.redelivered).count() as u64;
-        self.redelivered_seen
-            .fetch_add(redelivered, Ordering::Relaxed);
-        // A little work so keys overlap in time.
-        tokio::time::sleep(Duration::from_millis(2)).await;
-        let refuse = {
-            let mut r = self.refuse_once.lock();
-            match &*r {
-                Some((k, s)) if *k == key && seqs.contains(s) => {
-                    *r = None;
-                    true
-                }
-                _ => false,
-            }
-        };
-        self.in_flight.lock().remove(&key);
-        if refuse {
-            self.refused_batches.fetch_add(1, Ordering::Relaxed);
-            return Disposition::Refuse;
-        }
-        self.log.lock().entry(key).or_default().extend(&seqs);
-        self.processed
-            .fetch_add(seqs.len() as u64, Ordering::Relaxed);
-        Disposition::Ack
-    }
 }
 
 struct Case {
@@ -130,18 +48,10 @@ async fn run_case(c: Case) {
         })
         .unwrap(),
     );
-    let topo = Topology {
-        topics: vec![TopicSpec {
-            name: topic.clone(),
-            groups: vec!["g1".into(), "g2".into()],
-        }],
-        keys: c.keys,
-        lanes: c.lanes,
-        durability: Durability::Default,
-        dedup_window_sec: 0,
-        reset: true,
-    };
-    let d = broker.setup(&topo).await.expect("setup");
+    let d = broker
+        .setup(&topology(&topic, &["g1", "g2"], c.keys, c.lanes))
+        .await
+        .expect("setup");
     assert_eq!(d.system, "rabbitmq");
     assert_eq!(
         d.variant,
@@ -154,70 +64,18 @@ async fn run_case(c: Case) {
     };
     assert_eq!(d.durability, want_durability);
 
-    let stop = CancellationToken::new();
     let recs = [
-        Recorder::new("g1", c.refuse.clone()),
-        Recorder::new("g2", None),
+        Recorder::new("g1").refusing(c.refuse.clone()).arc(),
+        Recorder::new("g2").arc(),
     ];
-    let counters: Vec<Arc<StreamCounters>> = (0..2)
-        .map(|_| Arc::new(StreamCounters::default()))
-        .collect();
-    let mut consumers = Vec::new();
-    for (rec, cnt) in recs.iter().zip(&counters) {
-        let b = broker.clone();
-        let h: Arc<dyn BatchHandler> = rec.clone();
-        let opts = ConsumeOptions {
-            batch: 10,
-            lanes: 64,
-            counters: cnt.clone(),
-        };
-        let (t, g, s) = (topic.clone(), rec.group.clone(), stop.clone());
-        consumers.push(tokio::spawn(
-            async move { b.consume(&t, &g, opts, h, s).await },
-        ));
-    }
-
-    // Publish: every key from its own task, in order; some calls carry 3 payloads.
-    let mut pubs = Vec::new();
-    for k in 0..c.keys {
-        let b = broker.clone();
-        let t = topic.clone();
-        let per_key = c.per_key;
-        pubs.push(tokio::spawn(async move {
-            let key = format!("p{k}");
-            let mut seq = 0;
-            while seq < per_key {
-                let n = if seq % 4 == 0 {
-                    3.min(per_key - seq)
-                } else {
-                    1
-                };
-                let payloads: Vec<Bytes> = (seq..seq + n)
-                    .map(|s| Bytes::from(format!("{key}:{s}")))
-                    .collect();
-                b.publish(&t, &key, &payloads).await.expect("publish");
-                seq += n;
-            }
-        }));
-    }
-    for p in pubs {
-        p.await.unwrap();
-    }
+    let consumers = Consumers::start(&broker, &topic, &recs, 10, 64);
+    let names = keys(c.keys);
+    publish_concurrently(&broker, &topic, &names, 0..c.per_key).await;
     let want = c.keys * c.per_key;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while recs
-        .iter()
-        .any(|r| r.processed.load(Ordering::Relaxed) < want)
-        && Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_all(&recs, want, Duration::from_secs(60)).await;
     // A moment for stray duplicates to show up.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.cancel();
-    for c in consumers {
-        c.await.unwrap().expect("consume");
-    }
+    let counters = consumers.finish().await;
     let progress: Vec<String> = recs
         .iter()
         .zip(&counters)
@@ -225,7 +83,7 @@ async fn run_case(c: Case) {
             format!(
                 "{}: processed {} of {want}, refused {}, ack errors {}",
                 r.group,
-                r.processed.load(Ordering::Relaxed),
+                r.processed(),
                 StreamCounters::get(&cnt.refused),
                 StreamCounters::get(&cnt.ack_errors)
             )
@@ -237,35 +95,15 @@ async fn run_case(c: Case) {
         broker.counters()
     );
     for (rec, cnt) in recs.iter().zip(&counters) {
-        assert_eq!(
-            rec.overlaps.load(Ordering::Relaxed),
-            0,
-            "{}: a key was in two handlers",
-            rec.group
-        );
-        let log = rec.log.lock();
-        assert_eq!(
-            log.len() as u64,
-            c.keys,
-            "{}: keys seen; {progress}",
-            rec.group
-        );
-        for (k, seqs) in log.iter() {
-            let expect: Vec<u64> = (0..c.per_key).collect();
-            assert_eq!(
-                seqs, &expect,
-                "{} key {k}: processed order; {progress}",
-                rec.group
-            );
-        }
+        rec.assert_in_order(&names, c.per_key, &progress);
         assert_eq!(StreamCounters::get(&cnt.ack_errors), 0);
         assert!(StreamCounters::get(&cnt.acked) >= want);
     }
     if c.refuse.is_some() {
         let r = &recs[0];
-        assert_eq!(r.refused_batches.load(Ordering::Relaxed), 1);
+        assert_eq!(r.refused_batches(), 1);
         assert!(
-            r.redelivered_seen.load(Ordering::Relaxed) >= 1,
+            r.redelivered_seen() >= 1,
             "the refused batch came back flagged redelivered"
         );
         assert!(StreamCounters::get(&counters[0].refused) >= 1);
