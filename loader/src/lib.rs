@@ -6,6 +6,7 @@ pub mod counters;
 pub mod drain;
 pub mod histograms;
 pub mod metrics;
+pub mod paced;
 pub mod plan;
 pub mod priority;
 pub mod producer;

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::counters::{bump, FlowCounters, SeqTable};
 use crate::metrics::{Metrics, Window};
+use crate::paced::Paced;
 use crate::schedule::Schedule;
 use crate::selector::Selector;
 use crate::stamp::{key_of, Stamp};
@@ -63,14 +64,6 @@ fn shard_of(prop: u64, hot: u64, hot_shards: u64, cold_shards: u64) -> usize {
     } else {
         (hot_shards + (prop - hot) % cold_shards) as usize
     }
-}
-
-/// A running producer.
-#[derive(Debug)]
-pub struct Producer {
-    pacer: Option<thread::JoinHandle<()>>,
-    workers: JoinSet<()>,
-    stop_pacer: Arc<AtomicBool>,
 }
 
 /// Shared state the producer reports into.
@@ -166,104 +159,83 @@ pub async fn hydrate(
     Ok(())
 }
 
-impl Producer {
-    /// Start the pacer thread and the shard workers. Paced traffic starts at
-    /// `start` (wall clock `start_us`) and stops at `start + run_for`.
-    pub fn start(
-        spec: FlowSpec,
-        env: ProducerEnv,
-        start: Instant,
-        start_us: i64,
-        run_for: Duration,
-        runtime: &tokio::runtime::Handle,
-    ) -> Producer {
-        let (hot, hot_shards) =
-            if spec.hot_props >= 1 && spec.hot_factor >= 2 && spec.hot_props < spec.props {
-                (spec.hot_props, spec.hot_props.min(64))
-            } else {
-                (0, 0)
-            };
-        let cold_shards = spec.shards.clamp(1, (spec.props - hot).max(1));
-        let total_shards = (hot_shards + cold_shards) as usize;
-        let mut senders = Vec::with_capacity(total_shards);
-        let mut workers = JoinSet::new();
-        for _ in 0..total_shards {
-            let (tx, mut rx) = mpsc::channel::<Job>(spec.shard_queue.max(1));
-            senders.push(tx);
-            let env = env.clone();
-            let topic = spec.topic.clone();
-            let flow = spec.flow;
-            let padding = spec.padding.clone();
-            workers.spawn_on(
-                async move {
-                    let mut abandoned = false;
-                    while let Some(job) = rx.recv().await {
-                        // Past the drain's deadline nothing queued is sent any more: a
-                        // slow system must not stretch the drain by its whole backlog.
-                        abandoned |= env.abandon.is_cancelled();
-                        if abandoned {
-                            bump(&env.counters.failed, 1);
-                            continue;
+/// A running producer of one flow.
+pub type Producer = Paced;
+
+/// Start a flow's pacer thread and shard workers. Paced traffic starts at `start`
+/// (wall clock `start_us`) and stops at `start + run_for`.
+pub fn start(
+    spec: FlowSpec,
+    env: ProducerEnv,
+    start: Instant,
+    start_us: i64,
+    run_for: Duration,
+    runtime: &tokio::runtime::Handle,
+) -> Producer {
+    let (hot, hot_shards) =
+        if spec.hot_props >= 1 && spec.hot_factor >= 2 && spec.hot_props < spec.props {
+            (spec.hot_props, spec.hot_props.min(64))
+        } else {
+            (0, 0)
+        };
+    let cold_shards = spec.shards.clamp(1, (spec.props - hot).max(1));
+    let total_shards = (hot_shards + cold_shards) as usize;
+    let mut senders = Vec::with_capacity(total_shards);
+    let mut workers = JoinSet::new();
+    for _ in 0..total_shards {
+        let (tx, mut rx) = mpsc::channel::<Job>(spec.shard_queue.max(1));
+        senders.push(tx);
+        let env = env.clone();
+        let topic = spec.topic.clone();
+        let flow = spec.flow;
+        let padding = spec.padding.clone();
+        workers.spawn_on(
+            async move {
+                let mut abandoned = false;
+                while let Some(job) = rx.recv().await {
+                    // Past the drain's deadline nothing queued is sent any more: a
+                    // slow system must not stretch the drain by its whole backlog.
+                    abandoned |= env.abandon.is_cancelled();
+                    if abandoned {
+                        bump(&env.counters.failed, 1);
+                        continue;
+                    }
+                    let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()));
+                    match publish_until(&env, &topic, &key_of(job.prop), payload).await {
+                        Ok(()) => {
+                            env.seqs.ack(job.prop, job.seq);
+                            bump(&env.counters.published, 1);
+                            if env.window.is_rated(job.ts) {
+                                bump(&env.counters.published_rated, 1);
+                            }
                         }
-                        let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()));
-                        match publish_until(&env, &topic, &key_of(job.prop), payload).await {
-                            Ok(()) => {
-                                env.seqs.ack(job.prop, job.seq);
-                                bump(&env.counters.published, 1);
-                                if env.window.is_rated(job.ts) {
-                                    bump(&env.counters.published_rated, 1);
-                                }
-                            }
-                            Err(_) => {
-                                // Given up at stop: this and every later job of this shard fail,
-                                // so a property's failed seqs are always its tail.
-                                abandoned = true;
-                                bump(&env.counters.failed, 1);
-                            }
+                        Err(_) => {
+                            // Given up at stop: this and every later job of this shard fail,
+                            // so a property's failed seqs are always its tail.
+                            abandoned = true;
+                            bump(&env.counters.failed, 1);
                         }
                     }
-                },
-                runtime,
-            );
-        }
-        let stop_pacer = Arc::new(AtomicBool::new(false));
-        let stop2 = stop_pacer.clone();
-        let pacer = thread::Builder::new()
-            .name(format!("pacer-{}", spec.flow as char))
-            .spawn(move || {
-                pace(
-                    spec,
-                    env,
-                    senders,
-                    start,
-                    start_us,
-                    run_for,
-                    hot,
-                    hot_shards,
-                    cold_shards,
-                    &stop2,
-                )
-            })
-            .expect("spawn pacer thread");
-        Producer {
-            pacer: Some(pacer),
-            workers,
-            stop_pacer,
-        }
+                }
+            },
+            runtime,
+        );
     }
-
-    /// Stop pacing now (Ctrl-C).
-    pub fn stop_early(&self) {
-        self.stop_pacer.store(true, Ordering::Relaxed);
-    }
-
-    /// Wait for the pacer to finish its schedule and the shards to publish what they hold.
-    pub async fn finish(mut self) {
-        if let Some(h) = self.pacer.take() {
-            let _ = tokio::task::spawn_blocking(move || h.join()).await;
-        }
-        while self.workers.join_next().await.is_some() {}
-    }
+    let name = format!("pacer-{}", spec.flow as char);
+    Paced::start(name, workers, move |stop| {
+        pace(
+            spec,
+            env,
+            senders,
+            start,
+            start_us,
+            run_for,
+            hot,
+            hot_shards,
+            cold_shards,
+            stop,
+        )
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -304,7 +304,9 @@ pub async fn run_cell(loaded: &Loaded, opts: &RunOptions) -> Result<RunReport> {
     let producers: Vec<Producer> = specs
         .iter()
         .enumerate()
-        .map(|(i, spec)| Producer::start(spec.clone(), penv(i), start, start_us, warm + rated, &rt))
+        .map(|(i, spec)| {
+            crate::producer::start(spec.clone(), penv(i), start, start_us, warm + rated, &rt)
+        })
         .collect();
     *phase.lock() = "warmup";
 

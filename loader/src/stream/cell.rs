@@ -24,7 +24,7 @@ use crate::stream::config::{workers_for, StreamSection};
 use crate::stream::ledger::Ledger;
 use crate::stream::meta::StreamMeta;
 use crate::stream::payload::Body;
-use crate::stream::push::{PushCounters, PushEnv, PushMetrics, PushPlan, Pusher, ERROR_CLASSES};
+use crate::stream::push::{PushCounters, PushEnv, PushMetrics, PushPlan, ERROR_CLASSES};
 use crate::stream::record::*;
 use crate::stream::sink::{Sink, SinkMetrics};
 use crate::stream::window::Picker;
@@ -191,7 +191,7 @@ pub async fn run_stream_cell(
         abandon: abandon.clone(),
     };
     let rt = tokio::runtime::Handle::current();
-    let pusher = Pusher::start(plan, env, start, start_us, warm + rated, &rt);
+    let pusher = crate::stream::push::start(plan, env, start, start_us, warm + rated, &rt);
 
     let acked_now = || {
         stream_counters

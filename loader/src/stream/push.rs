@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::counters::{bump, FlowCounters};
 use crate::histograms::Metric;
 use crate::metrics::Window;
+use crate::paced::Paced;
 use crate::producer::{CATCH_UP_CAP, MIN_TICK};
 use crate::schedule::Schedule;
 use crate::stamp::key_of;
@@ -118,54 +119,28 @@ struct Request {
     ts: i64,
 }
 
-/// A running producer.
-#[derive(Debug)]
-pub struct Pusher {
-    pacer: Option<thread::JoinHandle<()>>,
-    workers: JoinSet<()>,
-    stop: Arc<AtomicBool>,
-}
+/// The running producer of a stream cell.
+pub type Pusher = Paced;
 
-impl Pusher {
-    pub fn start(
-        plan: PushPlan,
-        env: PushEnv,
-        start: Instant,
-        start_us: i64,
-        run_for: Duration,
-        rt: &tokio::runtime::Handle,
-    ) -> Pusher {
-        let mut senders = Vec::with_capacity(plan.workers as usize);
-        let mut workers = JoinSet::new();
-        for _ in 0..plan.workers {
-            let (tx, rx) = mpsc::channel::<Request>(plan.queue.max(1));
-            senders.push(tx);
-            workers.spawn_on(worker(env.clone(), rx), rt);
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let pacer = thread::Builder::new()
-            .name("pacer-stream".into())
-            .spawn(move || pace(plan, env, senders, start, start_us, run_for, &stop2))
-            .expect("spawn pacer thread");
-        Pusher {
-            pacer: Some(pacer),
-            workers,
-            stop,
-        }
+/// Start the pacer thread and the push workers.
+pub fn start(
+    plan: PushPlan,
+    env: PushEnv,
+    start: Instant,
+    start_us: i64,
+    run_for: Duration,
+    rt: &tokio::runtime::Handle,
+) -> Pusher {
+    let mut senders = Vec::with_capacity(plan.workers as usize);
+    let mut workers = JoinSet::new();
+    for _ in 0..plan.workers {
+        let (tx, rx) = mpsc::channel::<Request>(plan.queue.max(1));
+        senders.push(tx);
+        workers.spawn_on(worker(env.clone(), rx), rt);
     }
-
-    pub fn stop_early(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-
-    /// Wait for the schedule to end and the workers to push what they hold.
-    pub async fn finish(mut self) {
-        if let Some(h) = self.pacer.take() {
-            let _ = tokio::task::spawn_blocking(move || h.join()).await;
-        }
-        while self.workers.join_next().await.is_some() {}
-    }
+    Paced::start("pacer-stream".into(), workers, move |stop| {
+        pace(plan, env, senders, start, start_us, run_for, stop)
+    })
 }
 
 async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
