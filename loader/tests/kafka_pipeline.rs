@@ -7,9 +7,9 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::path::Path;
 
-use support::{reachable, result, serial, stream_sum};
+use support::{reachable, run_passing, serial, stream_sum, summary};
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/kafka-smoke.yaml");
 
@@ -21,35 +21,16 @@ fn kafka_available() -> bool {
     )
 }
 
-fn summary(r: &serde_json::Value) -> String {
-    format!(
-        "outcome={} verdict={} warnings={} void={} broker_stats={}",
-        r["outcome"], r["verdict"], r["warnings"], r["void"], r["broker_stats"]
-    )
-}
-
 fn run_cell(tier: &str) {
     if !kafka_available() {
         return;
     }
     let _serial = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("cell");
-    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
-        .args(["run", SCENARIO])
-        .args(["--set", &format!("durability={tier}")])
-        // Topics of their own per tier: tansu 0.6.0's SQLite storage has panicked when
-        // topics were deleted and recreated under the same names (compose/kafka).
-        .args(["--set", &format!("prefix=cbt-{tier}-")])
-        .arg("--out")
-        .arg(&out)
-        .arg("-q")
-        .stdout(Stdio::null())
-        .status()
-        .expect("run crossbench");
-    let r = result(&out);
-    assert_eq!(status.code(), Some(0), "{}", summary(&r));
-    assert_eq!(r["outcome"], "PASS", "{}", summary(&r));
+    let tier_set = format!("durability={tier}");
+    // Topics of their own per tier: tansu 0.6.0's SQLite storage has panicked when
+    // topics were deleted and recreated under the same names (compose/kafka).
+    let prefix_set = format!("prefix=cbt-{tier}-");
+    let (r, _tmp) = run_passing(Path::new(SCENARIO), &[&tier_set, &prefix_set]);
     assert_eq!(r["system"], "kafka");
     assert_eq!(r["variant"], "partition-dispatch");
     assert_eq!(r["durability"], tier);

@@ -4,10 +4,11 @@
 
 mod support;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{absent, assert_clean_pass, reachable, result, stream_sum};
+use support::{absent, assert_clean_pass, reachable, result, run_passing, stream_sum};
 
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
 const DSN_DB: &str = "crossbench";
@@ -47,23 +48,7 @@ fn pgmq_pipeline_smoke_passes() {
     if !pg_ready() {
         return;
     }
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("cell");
-    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
-        .args(["run", SMOKE, "--out"])
-        .arg(&dir)
-        .arg("-q")
-        .stdout(Stdio::null())
-        .status()
-        .expect("crossbench runs");
-    let r = result(&dir);
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "exit code; verdict: {}",
-        r["verdict"]
-    );
-    assert_clean_pass(&r);
+    let (r, _tmp) = run_passing(Path::new(SMOKE), &[]);
     assert_eq!(r["system"], "pgmq");
     assert_eq!(
         r["provisioned"]["publishes_per_ingress_event"].as_f64(),

@@ -6,9 +6,9 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::path::Path;
 
-use support::{assert_clean_pass, queen_url, result, stream_sum};
+use support::{queen_url, run_passing, stream_sum};
 
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/queen-smoke.yaml");
 
@@ -18,36 +18,19 @@ fn pipeline_passes(mode: &str) {
     let Some(url) = queen_url(&format!("queen_pipeline_{mode}")) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("cell");
     let token = "pipeline-test-token-4711";
-    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
-        .args(["run", SMOKE, "--out"])
-        .arg(&dir)
-        .arg("-q")
-        .args(["--set", &format!("queen.url={url}")])
-        .args(["--set", &format!("queen.mode={mode}")])
-        .args(["--set", &format!("name=queen-smoke-{mode}")])
-        .args([
-            "--set",
-            "rate=200",
-            "--set",
-            "properties=50",
-            "--set",
-            "duration=20s",
-        ])
-        .args(["--set", &format!("queen.token={token}")])
-        .stdout(Stdio::null())
-        .status()
-        .expect("crossbench runs");
-    let r = result(&dir);
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "exit code; verdict: {}",
-        r["verdict"]
-    );
-    assert_clean_pass(&r);
+    let sets = [
+        format!("queen.url={url}"),
+        format!("queen.mode={mode}"),
+        format!("name=queen-smoke-{mode}"),
+        "rate=200".into(),
+        "properties=50".into(),
+        "duration=20s".into(),
+        format!("queen.token={token}"),
+    ];
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (r, tmp) = run_passing(Path::new(SMOKE), &sets);
+    let dir = tmp.path().join("cell");
     assert_eq!(r["system"], "queen");
     assert_eq!(r["provisioned"]["variant"], mode, "{}", r["provisioned"]);
     assert_eq!(

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{reachable, result, serial};
+use support::{reachable, result, run_passing, serial, summary};
 
 const SCENARIO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -37,30 +37,17 @@ fn command(out: &Path, sets: &[&str]) -> Command {
     c
 }
 
-fn summary(r: &serde_json::Value) -> String {
-    format!(
-        "outcome={} variant={} verdict={} warnings={} void={}",
-        r["outcome"], r["variant"], r["verdict"], r["warnings"], r["void"]
-    )
-}
-
 fn run_cell(idiom: &str, queue_type: &str) {
     if !rabbit_available() {
         return;
     }
     let _serial = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("cell");
     let idiom_set = format!("rabbitmq.idiom={idiom}");
     let qt_set = format!("rabbitmq.queue_type={queue_type}");
     // 10 lanes per topic (120 lane queues): quorum queues are Raft groups, and
     // hundreds of them at once stall a 2-core node; P = 50 keys hash onto them.
-    let status = command(&out, &[&idiom_set, &qt_set, "lanes=10"])
-        .status()
-        .expect("run crossbench");
-    let r = result(&out);
-    assert_eq!(status.code(), Some(0), "{}", summary(&r));
-    assert_eq!(r["outcome"], "PASS", "{}", summary(&r));
+    let (r, tmp) = run_passing(Path::new(SCENARIO), &[&idiom_set, &qt_set, "lanes=10"]);
+    let out = tmp.path().join("cell");
     assert_eq!(r["system"], "rabbitmq");
     assert_eq!(r["variant"], format!("{idiom}/{queue_type}"));
     let want_tier = if queue_type == "quorum" {

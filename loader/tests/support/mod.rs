@@ -84,3 +84,25 @@ pub fn assert_clean_pass(r: &Value) {
         assert_eq!(t[k].as_u64(), Some(0), "{k} in {t}");
     }
 }
+
+/// The figures a failed cell assertion should show.
+pub fn summary(r: &Value) -> String {
+    format!(
+        "outcome={} variant={} verdict={} warnings={} void={} broker_stats={}",
+        r["outcome"], r["variant"], r["verdict"], r["warnings"], r["void"], r["broker_stats"]
+    )
+}
+
+/// [`run_raw`], then the cell must have exited 0 and PASSed cleanly
+/// ([`assert_clean_pass`]): its `result.json` and the directory holding `cell`.
+pub fn run_passing(scn: &Path, sets: &[&str]) -> (Value, tempfile::TempDir) {
+    let (code, text, tmp) = run_raw(scn, sets);
+    let dir = tmp.path().join("cell");
+    if !dir.join("result.json").exists() {
+        panic!("exit code {code}, no result.json; output:\n{text}");
+    }
+    let r = result(&dir);
+    assert_eq!(code, 0, "exit code; {}", summary(&r));
+    assert_clean_pass(&r);
+    (r, tmp)
+}
