@@ -207,6 +207,81 @@ async fn queen_lanes_below_keys_hash_keys_onto_partitions() {
     rec.assert_in_order(&names, 2, "");
 }
 
+/// A stage slower than the pops (2 handler calls at once, 150 ms each) with a 1 s
+/// lease: the targeted sweep must not lease more partitions than the stage can take,
+/// or batches wait past their lease, the server hands them out again and their acks
+/// fail ("Invalid or expired lease"). Every message exactly once, no ack error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queen_targeted_never_leases_more_than_the_stage_takes() {
+    let Some(url) = queen_url("claims") else {
+        return;
+    };
+    let mut o = options(&url, PopMode::Targeted);
+    o.lease_time = Duration::from_secs(1);
+    let b = Arc::new(QueenBroker::new(o).unwrap());
+    let topic = unique("claims");
+    b.setup(&topology(&topic, &["g"], 24, 24))
+        .await
+        .expect("setup");
+    let names = keys(24);
+    publish_interleaved(&*b, &topic, &names, 0..3, 1).await;
+    let rec = Recorder::new("g")
+        .work(Duration::from_millis(150))
+        .budget(2)
+        .arc();
+    // 72 messages, up to 24 partitions ready at once, for a stage of 2 lanes: about
+    // 1.8 s of work if every partition came in one batch, well past the 1 s lease.
+    let consumers = Consumers::start(&b, &topic, std::slice::from_ref(&rec), 10, 2);
+    rec.wait_for(72, Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let counters = consumers.finish().await;
+    let c = b.counters();
+    let context = format!("{c:?}");
+    assert_eq!(rec.processed(), 72, "every message exactly once; {context}");
+    rec.assert_in_order(&names, 3, &context);
+    assert_eq!(StreamCounters::get(&counters[0].ack_errors), 0, "{context}");
+    assert_eq!(c["queen_claim_slots"], 4, "2 x the stage's 2 lanes");
+}
+
+/// A reset drops only its own queue's cursors: a group of the same name reading
+/// another queue keeps its place (it once lost it and replayed the queue whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queen_reset_leaves_other_queues_cursors_alone() {
+    let Some(url) = queen_url("reset-scope") else {
+        return;
+    };
+    let b = Arc::new(QueenBroker::new(options(&url, PopMode::Wildcard)).unwrap());
+    let kept = unique("kept");
+    b.setup(&topology(&kept, &["g"], 4, 4))
+        .await
+        .expect("setup");
+    let names = keys(4);
+    publish_interleaved(&*b, &kept, &names, 0..5, 5).await;
+    let first = Recorder::new("g").arc();
+    let consumers = Consumers::start(&b, &kept, std::slice::from_ref(&first), 10, 8);
+    first.wait_for(20, Duration::from_secs(30)).await;
+    consumers.finish().await;
+    assert_eq!(first.processed(), 20);
+
+    // Another topology with the same group name, reset at setup.
+    let other = Arc::new(QueenBroker::new(options(&url, PopMode::Wildcard)).unwrap());
+    other
+        .setup(&topology(&unique("other"), &["g"], 4, 4))
+        .await
+        .expect("setup of the other queue");
+
+    let again = Recorder::new("g").arc();
+    let consumers = Consumers::start(&b, &kept, std::slice::from_ref(&again), 10, 8);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    consumers.finish().await;
+    assert_eq!(
+        again.processed(),
+        0,
+        "the other queue's reset rewound this queue's group: {:?}",
+        again.keys_seen()
+    );
+}
+
 /// A requested dedup window is either configured (the server echoed it) or reported as
 /// not supported by this server, never silently assumed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

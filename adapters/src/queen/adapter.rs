@@ -139,11 +139,19 @@ impl QueenBroker {
 
     async fn reset_topic(&self, topic: &str, groups: &[String]) -> Result<(), BrokerError> {
         for g in groups {
-            // A group that never existed answers success too.
+            // This queue's share of the group only: `DELETE /consumer-groups/<g>` drops
+            // the group's cursors on every queue of the server, so a reset of one cell
+            // rewound any other queue read by a group of the same name (another cell,
+            // another test, someone else's consumers) and replayed it whole. A group or
+            // queue that never existed answers success too.
             if let Err(e) = self
                 .delete(
                     "reset",
-                    &format!("/api/v1/consumer-groups/{}?deleteMetadata=true", encode(g)),
+                    &format!(
+                        "/api/v1/consumer-groups/{}/queues/{}?deleteMetadata=true",
+                        encode(g),
+                        encode(topic)
+                    ),
                 )
                 .await
             {
@@ -470,6 +478,9 @@ impl Broker for QueenBroker {
                 }
             }
             PopMode::Targeted => {
+                let limit = targeted::claim_limit(options.lanes);
+                add(&self.stats.claim_slots, limit as u64);
+                let slots = Arc::new(tokio::sync::Semaphore::new(limit));
                 let names = targeted::partition_names(keys, lanes);
                 for i in 0..workers {
                     let owned = targeted::slice(&names, i, workers);
@@ -480,6 +491,7 @@ impl Broker for QueenBroker {
                         stream.clone(),
                         owned,
                         o.sweep_floor,
+                        slots.clone(),
                     )));
                 }
             }

@@ -34,6 +34,11 @@ pub(crate) struct Stats {
     pub redelivered: AtomicU64,
     /// Targeted: sweeps of a slice.
     pub sweeps: AtomicU64,
+    /// Targeted: claim slots, summed over the streams (each stream's is
+    /// `targeted::claim_limit` of its stage's lane budget).
+    pub claim_slots: AtomicU64,
+    /// Targeted: pops that waited for a claim slot (the stage was the bottleneck).
+    pub claim_waits: AtomicU64,
     /// `queen_errors_<op>_<class>` → count.
     errors: Mutex<BTreeMap<String, u64>>,
 }
@@ -76,6 +81,8 @@ impl Stats {
             ("queen_skipped_in_flight", g(&self.skipped_in_flight)),
             ("queen_redelivered", g(&self.redelivered)),
             ("queen_sweeps", g(&self.sweeps)),
+            ("queen_claim_slots", g(&self.claim_slots)),
+            ("queen_claim_waits", g(&self.claim_waits)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

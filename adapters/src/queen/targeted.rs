@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::client::encode;
@@ -31,9 +32,22 @@ pub(crate) fn slice(names: &[String], idx: usize, workers: usize) -> Vec<String>
     names[from..to].to_vec()
 }
 
+/// Claims a targeted stream may hold at once: twice the stage's lane budget (what it
+/// can work on at once), so the next batches are popped while the current ones run,
+/// and no batch waits for the stage long enough to outlive its lease.
+pub(crate) fn claim_limit(stage_lanes: usize) -> usize {
+    stage_lanes.max(1) * 2
+}
+
 /// One sweeping worker; runs until the stream's stop token fires, then waits for its
-/// batches still in the stage.
-pub(crate) async fn sweep_loop(s: Arc<Stream>, owned: Vec<String>, floor: Duration) {
+/// batches still in the stage. `slots` bounds the claims in flight of the whole
+/// stream (see [`claim_limit`]).
+pub(crate) async fn sweep_loop(
+    s: Arc<Stream>,
+    owned: Vec<String>,
+    floor: Duration,
+    slots: Arc<Semaphore>,
+) {
     let paths: Vec<(String, String)> = owned
         .into_iter()
         .map(|p| {
@@ -60,6 +74,19 @@ pub(crate) async fn sweep_loop(s: Arc<Stream>, owned: Vec<String>, floor: Durati
             if s.is_in_flight(partition) {
                 continue;
             }
+            let slot = match slots.clone().try_acquire_owned() {
+                Ok(p) => p,
+                Err(_) => {
+                    add(&s.stats.claim_waits, 1);
+                    tokio::select! {
+                        _ = s.stop.cancelled() => break 'run,
+                        p = slots.clone().acquire_owned() => match p {
+                            Ok(p) => p,
+                            Err(_) => break 'run,
+                        },
+                    }
+                }
+            };
             let claims = match s.pop(path, Duration::ZERO).await {
                 Ok(c) => {
                     err_backoff = Duration::from_millis(50);
@@ -80,15 +107,19 @@ pub(crate) async fn sweep_loop(s: Arc<Stream>, owned: Vec<String>, floor: Durati
                 s.release(claims).await;
                 break 'run;
             }
+            // A one-partition pop holds one claim, which keeps the slot until settled.
+            let mut slot = Some(slot);
             for c in claims {
                 if !s.try_claim(&c.partition) {
                     s.release(vec![c]).await;
                     continue;
                 }
                 let s2 = s.clone();
+                let held = slot.take();
                 tasks.spawn(async move {
                     let done = s2.run(c).await;
                     s2.settle(vec![done]).await;
+                    drop(held);
                 });
             }
         }

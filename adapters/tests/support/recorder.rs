@@ -72,6 +72,9 @@ pub struct Recorder {
     work: Duration,
     /// Sleep per message of this key instead (the slow key).
     slow: Option<(String, Duration)>,
+    /// Handler calls that may work at once, like a stage's lane budget; the others
+    /// wait for a turn while their batch stays claimed.
+    budget: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Recorder {
@@ -91,6 +94,7 @@ impl Recorder {
             done_at: Mutex::new(HashMap::new()),
             work: Duration::from_millis(2),
             slow: None,
+            budget: None,
         }
     }
 
@@ -108,6 +112,12 @@ impl Recorder {
 
     pub fn work(mut self, per_call: Duration) -> Self {
         self.work = per_call;
+        self
+    }
+
+    /// At most `calls` handler calls work at once.
+    pub fn budget(mut self, calls: usize) -> Self {
+        self.budget = Some(Arc::new(tokio::sync::Semaphore::new(calls)));
         self
     }
 
@@ -233,7 +243,13 @@ impl BatchHandler for Recorder {
             Some((key, d)) if msgs.iter().any(|m| m.0 == *key) => *d * msgs.len() as u32,
             _ => self.work,
         };
-        tokio::time::sleep(pause).await;
+        {
+            let _turn = match &self.budget {
+                Some(b) => Some(b.acquire().await.expect("budget open")),
+                None => None,
+            };
+            tokio::time::sleep(pause).await;
+        }
         let refuse = {
             let mut r = self.refuse_once.lock();
             match &*r {
