@@ -13,6 +13,7 @@ pub mod producer;
 pub mod rated;
 pub mod record;
 pub mod report;
+pub mod retry;
 pub mod run;
 pub mod sampling;
 pub mod scenario;

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::counters::{bump, FlowCounters, SeqTable};
 use crate::metrics::{Metrics, Window};
 use crate::paced::Paced;
+use crate::retry::publish_until;
 use crate::schedule::Schedule;
 use crate::selector::Selector;
 use crate::stamp::{key_of, Stamp};
@@ -88,37 +89,6 @@ fn encode(flow: u8, job: &Job, padding: Option<&[u8]>) -> Bytes {
         }
         .encode(padding),
     )
-}
-
-/// Publish with retries until success or abandonment. Returns success.
-async fn publish_until(
-    env: &ProducerEnv,
-    topic: &str,
-    key: &str,
-    payload: Bytes,
-) -> Result<(), adapters::BrokerError> {
-    let mut backoff = Duration::from_millis(3);
-    let payloads = [payload];
-    loop {
-        let t0 = Instant::now();
-        match env.broker.publish(topic, key, &payloads).await {
-            Ok(()) => {
-                env.metrics.publish.record(t0.elapsed().as_micros() as i64);
-                return Ok(());
-            }
-            Err(e) => {
-                if env.abandon.is_cancelled() {
-                    return Err(e);
-                }
-                bump(&env.counters.publish_retries, 1);
-                tokio::select! {
-                    _ = env.abandon.cancelled() => return Err(e),
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_millis(500));
-            }
-        }
-    }
 }
 
 /// Publish seq 0 of every property (hydration), `concurrency` at a time, all
@@ -201,8 +171,19 @@ pub fn start(
                         continue;
                     }
                     let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()));
-                    match publish_until(&env, &topic, &key_of(job.prop), payload).await {
-                        Ok(()) => {
+                    let sent = publish_until(
+                        env.broker.as_ref(),
+                        &topic,
+                        &key_of(job.prop),
+                        &[payload],
+                        &env.abandon,
+                        &env.counters.publish_retries,
+                        |_| {},
+                    )
+                    .await;
+                    match sent {
+                        Ok(rtt) => {
+                            env.metrics.publish.record(rtt.as_micros() as i64);
                             env.seqs.ack(job.prop, job.seq);
                             bump(&env.counters.published, 1);
                             if env.window.is_rated(job.ts) {

@@ -21,6 +21,7 @@ use crate::histograms::Metric;
 use crate::metrics::Window;
 use crate::paced::Paced;
 use crate::producer::{CATCH_UP_CAP, MIN_TICK};
+use crate::retry::publish_until;
 use crate::schedule::Schedule;
 use crate::stamp::key_of;
 use crate::stream::ledger::Ledger;
@@ -160,7 +161,18 @@ async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
             }
             payloads.clear();
             payloads.extend((0..req.per_partition).map(|i| env.body.encode(p, first + i, req.ts)));
-            if publish_until(&env, &key_of(p), &payloads).await {
+            let sent = publish_until(
+                env.broker.as_ref(),
+                &env.topic,
+                &key_of(p),
+                &payloads,
+                &env.abandon,
+                &env.flow.publish_retries,
+                |e| env.counters.count_error(e),
+            )
+            .await;
+            if let Ok(rtt) = sent {
+                env.metrics.publish_rtt.record(rtt.as_micros() as i64);
                 env.ledger.acked.raise(p, first + req.per_partition - 1);
                 env.ledger.created.mark(p);
                 bump(&env.flow.published, n);
@@ -179,33 +191,6 @@ async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
             bump(&env.counters.requests_ok, 1);
             if rated {
                 env.metrics.push.record(crate::stage::now_us() - req.ts);
-            }
-        }
-    }
-}
-
-async fn publish_until(env: &PushEnv, key: &str, payloads: &[Bytes]) -> bool {
-    let mut backoff = Duration::from_millis(3);
-    loop {
-        let t0 = Instant::now();
-        match env.broker.publish(&env.topic, key, payloads).await {
-            Ok(()) => {
-                env.metrics
-                    .publish_rtt
-                    .record(t0.elapsed().as_micros() as i64);
-                return true;
-            }
-            Err(e) => {
-                env.counters.count_error(&e);
-                if env.abandon.is_cancelled() {
-                    return false;
-                }
-                bump(&env.flow.publish_retries, 1);
-                tokio::select! {
-                    _ = env.abandon.cancelled() => return false,
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_millis(500));
             }
         }
     }
