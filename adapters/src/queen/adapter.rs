@@ -478,7 +478,7 @@ impl Broker for QueenBroker {
                 }
             }
             PopMode::Targeted => {
-                let limit = targeted::claim_limit(options.lanes);
+                let limit = targeted::claim_limit(options.lanes, o.claims_per_lane);
                 add(&self.stats.claim_slots, limit as u64);
                 let slots = Arc::new(tokio::sync::Semaphore::new(limit));
                 let names = targeted::partition_names(keys, lanes);

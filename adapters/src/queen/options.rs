@@ -56,6 +56,10 @@ pub struct QueenOptions {
     /// Targeted: a worker starts a new sweep of its slice at most this often.
     #[serde(with = "crate::duration_text")]
     pub sweep_floor: Duration,
+    /// Targeted: claims (leased partition batches) a stream may hold at once, per lane
+    /// of its stage's budget. More only queue in the stage holding their leases; a
+    /// batch that waits past its lease is handed out again and its ack fails.
+    pub claims_per_lane: usize,
     /// Client timeout of one request (a long-poll pop gets `long_poll` on top).
     #[serde(with = "crate::duration_text")]
     pub request_timeout: Duration,
@@ -77,6 +81,7 @@ impl Default for QueenOptions {
             pop_workers: 0,
             lease_time: Duration::from_secs(30),
             sweep_floor: Duration::from_millis(20),
+            claims_per_lane: 2,
             request_timeout: Duration::from_secs(10),
             retries: 3,
             completed_retention_sec: 300,
@@ -151,6 +156,12 @@ impl QueenOptions {
         if self.sweep_floor > Duration::from_secs(10) {
             return bad("sweep_floor", "must be at most 10s");
         }
+        if self.claims_per_lane == 0 || self.claims_per_lane > 1_000_000 {
+            return bad(
+                "claims_per_lane",
+                "must be between 1 and 1000000 (default 2)",
+            );
+        }
         if self.request_timeout < Duration::from_millis(100) {
             return bad("request_timeout", "must be >= 100ms");
         }
@@ -178,13 +189,14 @@ mod tests {
     #[test]
     fn parses_knobs() {
         let o: QueenOptions = serde_json::from_str(
-            r#"{"mode":"targeted","pop_workers":3,"lease_time":"5s","sweep_floor":"10ms","long_poll":2,"token":"abc"}"#,
+            r#"{"mode":"targeted","pop_workers":3,"lease_time":"5s","sweep_floor":"10ms","long_poll":2,"token":"abc","claims_per_lane":3}"#,
         )
         .unwrap();
         assert_eq!(o.mode, PopMode::Targeted);
         assert_eq!(o.workers_for(100), 3);
         assert_eq!(o.lease_secs(), 5);
         assert_eq!(o.sweep_floor, Duration::from_millis(10));
+        assert_eq!(o.claims_per_lane, 3);
         assert_eq!(o.long_poll, Duration::from_secs(2));
         assert!(o.validate().is_ok());
         let o: QueenOptions = serde_json::from_str(r#"{"mode":"auto-ack"}"#).unwrap();
@@ -216,6 +228,13 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(e.0, "queen.token");
+        let e = QueenOptions {
+            claims_per_lane: 0,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.0, "queen.claims_per_lane");
     }
 
     #[test]

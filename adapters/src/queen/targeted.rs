@@ -32,11 +32,12 @@ pub(crate) fn slice(names: &[String], idx: usize, workers: usize) -> Vec<String>
     names[from..to].to_vec()
 }
 
-/// Claims a targeted stream may hold at once: twice the stage's lane budget (what it
-/// can work on at once), so the next batches are popped while the current ones run,
-/// and no batch waits for the stage long enough to outlive its lease.
-pub(crate) fn claim_limit(stage_lanes: usize) -> usize {
-    stage_lanes.max(1) * 2
+/// Claims a targeted stream may hold at once: `per_lane` (default 2) times the
+/// stage's lane budget (what it can work on at once), so the next batches are popped
+/// while the current ones run, and no batch waits for the stage long enough to
+/// outlive its lease.
+pub(crate) fn claim_limit(stage_lanes: usize, per_lane: usize) -> usize {
+    stage_lanes.max(1).saturating_mul(per_lane.max(1))
 }
 
 /// One sweeping worker; runs until the stream's stop token fires, then waits for its
