@@ -179,6 +179,7 @@ impl QueenBroker {
             "retentionEnabled": true,
             "completedRetentionSeconds": self.options.completed_retention_sec,
             "retentionSeconds": 0,
+            "delayedProcessing": self.options.delayed_processing.as_secs(),
         });
         if dedup_window_sec > 0 {
             options["dedupWindowSeconds"] = dedup_window_sec.into();
@@ -207,6 +208,13 @@ impl QueenBroker {
             return Err(BrokerError::Refused(format!(
                 "configure {topic:?}: asked leaseTime {} s, the server kept {lease:?}",
                 self.options.lease_secs()
+            )));
+        }
+        let delay = c.options.get("delayedProcessing").and_then(|v| v.as_u64());
+        if delay.unwrap_or(0) != self.options.delayed_processing.as_secs() {
+            return Err(BrokerError::Refused(format!(
+                "configure {topic:?}: asked delayedProcessing {} s, the server kept {delay:?}",
+                self.options.delayed_processing.as_secs()
             )));
         }
         // Unknown option keys are dropped silently (P9): the echo tells.
@@ -284,9 +292,16 @@ impl Broker for QueenBroker {
                 o.long_poll.as_millis()
             )),
             PopMode::Targeted => notes.push(format!(
-                "targeted pops: non-waiting pops per partition, sweep floor {} ms",
-                o.sweep_floor.as_millis()
+                "targeted pops: non-waiting pops per partition, sweep floor {} ms, at most {} claims per lane of the stage",
+                o.sweep_floor.as_millis(),
+                o.claims_per_lane
             )),
+        }
+        if !o.delayed_processing.is_zero() {
+            notes.push(format!(
+                "delayedProcessing {} s on every queue: a message is visible to pops only that long after it was stamped (adds that much to e2e)",
+                o.delayed_processing.as_secs()
+            ));
         }
         if mode == PopMode::AutoAck {
             notes.push("auto-ack: the server commits at pop; a refused batch or a crash loses its messages (at-most-once)".into());

@@ -68,6 +68,14 @@ pub struct QueenOptions {
     pub retries: u32,
     /// Seconds the server keeps completed messages (`completedRetentionSeconds`).
     pub completed_retention_sec: u64,
+    /// The queue's `delayedProcessing`: a message becomes visible to pops only this
+    /// long after its `created_at`. 0 (default) = at once. Whole seconds. Queen's
+    /// cursor is (`created_at`, id) and `created_at` is its insert transaction's start
+    /// time, so a push that commits after a later-stamped one can fall behind a cursor
+    /// that already passed it; a delay longer than the push transactions closes that
+    /// window at the cost of the delay in latency (docs/perf-queen.md).
+    #[serde(with = "crate::duration_text")]
+    pub delayed_processing: Duration,
 }
 
 impl Default for QueenOptions {
@@ -85,6 +93,7 @@ impl Default for QueenOptions {
             request_timeout: Duration::from_secs(10),
             retries: 3,
             completed_retention_sec: 300,
+            delayed_processing: Duration::ZERO,
         }
     }
 }
@@ -155,6 +164,14 @@ impl QueenOptions {
         }
         if self.sweep_floor > Duration::from_secs(10) {
             return bad("sweep_floor", "must be at most 10s");
+        }
+        if self.delayed_processing > Duration::from_secs(3600)
+            || self.delayed_processing.subsec_nanos() != 0
+        {
+            return bad(
+                "delayed_processing",
+                "Queen takes whole seconds up to 3600; write e.g. 1s (0 = no delay)",
+            );
         }
         if self.claims_per_lane == 0 || self.claims_per_lane > 1_000_000 {
             return bad(
@@ -235,6 +252,13 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(e.0, "queen.claims_per_lane");
+        let e = QueenOptions {
+            delayed_processing: Duration::from_millis(500),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.0, "queen.delayed_processing");
     }
 
     #[test]
