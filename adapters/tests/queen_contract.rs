@@ -282,6 +282,43 @@ async fn queen_reset_leaves_other_queues_cursors_alone() {
     );
 }
 
+/// `delayed_processing` reaches the queue (setup checks the server's echo) and holds a
+/// message back from pops until it is that old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queen_delayed_processing_holds_messages_back() {
+    let Some(url) = queen_url("delay") else {
+        return;
+    };
+    let mut o = options(&url, PopMode::Wildcard);
+    o.delayed_processing = Duration::from_secs(2);
+    let b = Arc::new(QueenBroker::new(o).unwrap());
+    let topic = unique("delay");
+    let d = b
+        .setup(&topology(&topic, &["g"], 2, 2))
+        .await
+        .expect("setup");
+    assert!(
+        d.notes.iter().any(|n| n.contains("delayedProcessing 2 s")),
+        "{:?}",
+        d.notes
+    );
+    let t0 = Instant::now();
+    publish_interleaved(&*b, &topic, &keys(2), 0..3, 3).await;
+    let rec = Recorder::new("g").arc();
+    let consumers = Consumers::start(&b, &topic, std::slice::from_ref(&rec), 10, 4);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let early = rec.processed();
+    rec.wait_for(6, Duration::from_secs(30)).await;
+    let took = t0.elapsed();
+    consumers.finish().await;
+    assert_eq!(early, 0, "delivered before the 2 s delay");
+    assert_eq!(rec.processed(), 6);
+    assert!(
+        took >= Duration::from_millis(1900),
+        "all delivered after {took:?}"
+    );
+}
+
 /// A requested dedup window is either configured (the server echoed it) or reported as
 /// not supported by this server, never silently assumed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
