@@ -224,41 +224,47 @@ mod tests {
 
     #[test]
     fn bad_knobs_name_their_field() {
-        let e = QueenOptions {
-            lease_time: Duration::from_millis(1500),
-            ..Default::default()
+        let d = QueenOptions::default;
+        let cases = [
+            (
+                QueenOptions {
+                    lease_time: Duration::from_millis(1500),
+                    ..d()
+                },
+                "queen.lease_time",
+            ),
+            (
+                QueenOptions {
+                    url: "127.0.0.1:6632".into(),
+                    ..d()
+                },
+                "queen.url",
+            ),
+            (
+                QueenOptions {
+                    token: Some("a b".into()),
+                    ..d()
+                },
+                "queen.token",
+            ),
+            (
+                QueenOptions {
+                    claims_per_lane: 0,
+                    ..d()
+                },
+                "queen.claims_per_lane",
+            ),
+            (
+                QueenOptions {
+                    delayed_processing: Duration::from_millis(500),
+                    ..d()
+                },
+                "queen.delayed_processing",
+            ),
+        ];
+        for (o, field) in cases {
+            assert_eq!(o.validate().unwrap_err().0, field);
         }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.0, "queen.lease_time");
-        let e = QueenOptions {
-            url: "127.0.0.1:6632".into(),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.0, "queen.url");
-        let e = QueenOptions {
-            token: Some("a b".into()),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.0, "queen.token");
-        let e = QueenOptions {
-            claims_per_lane: 0,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.0, "queen.claims_per_lane");
-        let e = QueenOptions {
-            delayed_processing: Duration::from_millis(500),
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.0, "queen.delayed_processing");
     }
 
     #[test]
