@@ -9,7 +9,6 @@
 //! given and in their own [`Broker::counters`].
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -17,6 +16,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::counter::Counter;
 use crate::error::BrokerError;
 
 /// One logical topic and the consumer groups that read it.
@@ -175,32 +175,32 @@ pub trait BatchHandler: Send + Sync {
 
 /// Per-stream counters the adapter bumps while consuming. Shared with the stage, the
 /// reporter and the checker (a stream whose own acks failed may legitimately reorder).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize)]
 pub struct StreamCounters {
     /// Messages acked successfully.
-    pub acked: AtomicU64,
+    pub acked: Counter,
     /// Messages whose ack (or commit / delete) failed.
-    pub ack_errors: AtomicU64,
+    pub ack_errors: Counter,
     /// Messages in refused batches.
-    pub refused: AtomicU64,
+    pub refused: Counter,
     /// Messages the system flagged as redelivered.
-    pub redelivered: AtomicU64,
+    pub redelivered: Counter,
     /// Failed receive calls (pop, fetch, read), retried.
-    pub receive_errors: AtomicU64,
+    pub receive_errors: Counter,
     /// Reconnects performed after a lost connection or channel.
-    pub reconnects: AtomicU64,
+    pub reconnects: Counter,
     /// Ack (or commit / delete) calls the adapter timed, and their summed duration in
     /// µs: the mean ack round trip. Optional: adapters that do not time acks leave 0.
-    pub ack_calls: AtomicU64,
-    pub ack_micros: AtomicU64,
+    pub ack_calls: Counter,
+    pub ack_micros: Counter,
 }
 
 impl StreamCounters {
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub fn add(counter: &Counter, n: u64) {
+        counter.add(n);
     }
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
+    pub fn get(counter: &Counter) -> u64 {
+        counter.get()
     }
 }
 

@@ -1,6 +1,59 @@
-//! Adapter errors.
+//! Adapter errors, and the classes they are counted by.
 
+use serde::Serialize;
 use thiserror::Error;
+
+/// The class of a [`BrokerError`]: what counters and records key errors by. Every
+/// class is listed in [`ErrorClass::ALL`], so a per-class table (a `report.csv`
+/// column per class, a `push_by_class` map) never misses one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Config,
+    Connection,
+    Refused,
+    TopologyRefused,
+    Timeout,
+    UnknownTopic,
+    Other,
+}
+
+impl ErrorClass {
+    /// Every class, in the order of tables and columns.
+    pub const ALL: [ErrorClass; 7] = [
+        ErrorClass::Config,
+        ErrorClass::Connection,
+        ErrorClass::Refused,
+        ErrorClass::TopologyRefused,
+        ErrorClass::Timeout,
+        ErrorClass::UnknownTopic,
+        ErrorClass::Other,
+    ];
+
+    /// The class's name in counters, columns and records (`snake_case`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Config => "config",
+            ErrorClass::Connection => "connection",
+            ErrorClass::Refused => "refused",
+            ErrorClass::TopologyRefused => "topology_refused",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::UnknownTopic => "unknown_topic",
+            ErrorClass::Other => "other",
+        }
+    }
+
+    /// Position in [`ErrorClass::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// An adapter failure, classified so the loader can count errors by class.
 #[derive(Debug, Error)]
@@ -30,16 +83,37 @@ pub enum BrokerError {
 }
 
 impl BrokerError {
-    /// Short class name used as a counter key (`errors_by_class`).
-    pub fn class(&self) -> &'static str {
+    /// The error's class (counter keys, `errors_by_class`).
+    pub fn class(&self) -> ErrorClass {
         match self {
-            BrokerError::Config { .. } => "config",
-            BrokerError::Connection(_) => "connection",
-            BrokerError::Refused(_) => "refused",
-            BrokerError::TopologyRefused { .. } => "topology_refused",
-            BrokerError::Timeout(_) => "timeout",
-            BrokerError::UnknownTopic(_) => "unknown_topic",
-            BrokerError::Other(_) => "other",
+            BrokerError::Config { .. } => ErrorClass::Config,
+            BrokerError::Connection(_) => ErrorClass::Connection,
+            BrokerError::Refused(_) => ErrorClass::Refused,
+            BrokerError::TopologyRefused { .. } => ErrorClass::TopologyRefused,
+            BrokerError::Timeout(_) => ErrorClass::Timeout,
+            BrokerError::UnknownTopic(_) => ErrorClass::UnknownTopic,
+            BrokerError::Other(_) => ErrorClass::Other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_class_in_index_order() {
+        for (i, c) in ErrorClass::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i, "{c}");
+        }
+        let e = BrokerError::TopologyRefused {
+            what: "x".into(),
+            answer: "y".into(),
+        };
+        assert_eq!(e.class().name(), "topology_refused");
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::UnknownTopic).unwrap(),
+            "\"unknown_topic\""
+        );
     }
 }

@@ -1,21 +1,29 @@
-//! crossbench adapters: one [`Broker`] trait, one module per system.
+//! crossbench adapters: one [`Broker`] trait, one folder per system, and the
+//! [`registry`] that lists them.
 //!
 //! Every adapter but the in-process control broker (`mem`) sits behind a cargo
 //! feature of the same name, so a build needs only the client libraries it uses.
+//! Everything outside this crate asks the [`registry`] about systems; none names one.
 
 pub mod broker;
+pub mod counter;
 pub mod duration_text;
 pub mod error;
 pub mod kafka;
 pub mod lanes;
 pub mod mem;
+pub mod options;
 pub mod pgmq;
 pub mod queen;
 pub mod rabbitmq;
 pub mod redact;
+pub mod registry;
 
 pub use broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
     Durability, FanOut, KeyBatch, StreamCounters, TopicSpec, Topology,
 };
-pub use error::BrokerError;
+pub use counter::Counter;
+pub use error::{BrokerError, ErrorClass};
+pub use options::{OptionsError, Section};
+pub use registry::{BuildContext, BuildError, Capabilities, System, SystemOptions};

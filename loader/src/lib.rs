@@ -1,31 +1,26 @@
-//! crossbench's loader: scenario, plan, pacer, stages, recorder and reports.
+//! crossbench's loader: the `crossbench` binary is a thin `main.rs` over this
+//! library.
 //!
-//! The binary `crossbench` is a thin CLI over this library.
+//! The arrows run one way, from the top of this list down:
+//! - [`cli`]: the subcommands and exit codes;
+//! - [`workload`]: the channel-manager pipeline and the stream workload;
+//! - [`cell`]: the life of one cell, the same for every workload;
+//! - [`console`]: the live progress and the final summary;
+//! - [`record`]: every file a cell leaves;
+//! - [`sampling`]: the resource sampler beside every cell;
+//! - [`pacing`]: the open-loop schedule and pacer;
+//! - [`measure`]: the cell's clock, counters, histograms and rated window;
+//! - [`scenario`]: the scenario file, validated.
+//!
+//! Nothing in `cell`, `pacing` or `measure` names a workload, and no module names a
+//! system: systems are the adapters' registry's business.
 
-pub mod counters;
-pub mod drain;
-pub mod histograms;
-pub mod metrics;
-pub mod paced;
-pub mod plan;
-pub mod priority;
-pub mod producer;
-pub mod rated;
+pub mod cell;
+pub mod cli;
+pub mod console;
+pub mod measure;
+pub mod pacing;
 pub mod record;
-pub mod report;
-pub mod retry;
-pub mod run;
 pub mod sampling;
 pub mod scenario;
-pub mod schedule;
-pub mod selector;
-pub mod stage;
-pub mod stamp;
-pub mod stream;
-pub mod streamlog;
-pub mod summary;
-pub mod systems;
-pub mod ticker;
-pub mod topology;
-pub mod void_rule;
-pub mod wind_down;
+pub mod workload;

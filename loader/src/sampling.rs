@@ -21,7 +21,7 @@ pub struct Sampling {
 pub fn start(s: &Scenario, dir: &Path) -> Result<Sampling> {
     let mut targets: Vec<(String, TargetSpec)> = Vec::new();
     let given: Vec<(String, String)> = if s.sample.targets.is_empty() {
-        crate::systems::default_sample_targets(s)
+        s.options.sample_targets()
     } else {
         s.sample
             .targets

@@ -50,7 +50,7 @@ fn stream_smoke_passes_and_every_group_sees_every_partition() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("# crossbench report.csv v1 workload=stream")
+        Some("# crossbench report.csv v2 workload=stream")
     );
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     for col in [
@@ -60,6 +60,7 @@ fn stream_smoke_passes_and_every_group_sees_every_partition() {
         "popped",
         "acked",
         "push_err_connection",
+        "push_err_topology_refused",
         "pop_errors",
         "ack_errors",
         "e2e_p50_ms",

@@ -63,12 +63,7 @@ pub fn group_id(topic: &str, group: &str) -> String {
 impl KafkaBroker {
     /// Validate the options and create the producer (librdkafka connects lazily).
     pub fn new(options: KafkaOptions) -> Result<Self, BrokerError> {
-        if let Some((field, message)) = options.invalid() {
-            return Err(BrokerError::Config {
-                field: format!("kafka.{field}"),
-                message,
-            });
-        }
+        crate::options::Section::validate(&options)?;
         let producer: FutureProducer =
             producer::config(&options)
                 .create()
@@ -239,7 +234,7 @@ impl Broker for KafkaBroker {
     async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
         let r = self.do_setup(topology).await;
         if let Err(e) = &r {
-            self.stats.error_class(e.class());
+            self.stats.error_class(e.class().name());
         }
         r
     }
@@ -258,7 +253,7 @@ impl Broker for KafkaBroker {
         }
         let r = producer::publish(&self.producer, &self.stats, topic, key, payloads).await;
         if let Err(e) = &r {
-            self.stats.error_class(e.class());
+            self.stats.error_class(e.class().name());
         }
         r
     }

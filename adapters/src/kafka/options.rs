@@ -115,7 +115,7 @@ impl KafkaOptions {
     }
 
     /// The first option that is out of range, as (field, message).
-    pub fn invalid(&self) -> Option<(&'static str, String)> {
+    fn invalid(&self) -> Option<(&'static str, String)> {
         let ms = |d: &Duration| d.as_millis();
         if self.bootstrap_servers.trim().is_empty() {
             return Some((
@@ -169,9 +169,30 @@ impl KafkaOptions {
     }
 }
 
+impl crate::options::Section for KafkaOptions {
+    fn validate(&self) -> Result<(), crate::options::OptionsError> {
+        match self.invalid() {
+            Some((field, message)) => {
+                Err(crate::options::OptionsError::new("kafka", field, message))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The broker process named by `kafka.process` (tansu, java, redpanda).
+    fn sample_targets(&self) -> Vec<(String, String)> {
+        if self.process.is_empty() {
+            vec![]
+        } else {
+            vec![("kafka".into(), format!("proc:{}", self.process))]
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Section;
 
     #[test]
     fn defaults_parse_and_unknown_fields_are_refused() {
@@ -181,7 +202,7 @@ mod tests {
         assert_eq!(o.linger, Duration::from_millis(1));
         assert_eq!(o.bootstrap_servers, "127.0.0.1:9092");
         assert_eq!(o.pause_at(100), 400);
-        assert!(o.invalid().is_none());
+        assert!(o.validate().is_ok());
         assert!(serde_json::from_str::<KafkaOptions>(r#"{"partitions":3}"#).is_err());
         let back = serde_json::to_string(&KafkaOptions::default()).unwrap();
         assert!(back.contains("\"linger\":\"5ms\""), "{back}");
@@ -201,16 +222,16 @@ mod tests {
             members: 0,
             ..Default::default()
         };
-        assert_eq!(o.invalid().unwrap().0, "members");
+        assert_eq!(o.validate().unwrap_err().field, "kafka.members");
         let o = KafkaOptions {
             session_timeout: Duration::from_millis(10),
             ..Default::default()
         };
-        assert_eq!(o.invalid().unwrap().0, "session_timeout");
+        assert_eq!(o.validate().unwrap_err().field, "kafka.session_timeout");
         let o = KafkaOptions {
             commit_interval: Duration::ZERO,
             ..Default::default()
         };
-        assert_eq!(o.invalid().unwrap().0, "commit_interval");
+        assert_eq!(o.validate().unwrap_err().field, "kafka.commit_interval");
     }
 }

@@ -209,9 +209,7 @@ struct Row_ {
 
 impl PgmqBroker {
     pub fn new(options: PgmqOptions) -> Result<Self, BrokerError> {
-        options
-            .validate()
-            .map_err(|(field, message)| BrokerError::Config { field, message })?;
+        crate::options::Section::validate(&options)?;
         // Parse the DSN now so a malformed one fails before anything runs.
         PgConnectOptions::from_str(&options.dsn).map_err(|e| BrokerError::Config {
             field: "pgmq.dsn".into(),

@@ -102,10 +102,11 @@ impl PgmqOptions {
         let ms = self.visibility_timeout.as_millis();
         (ms.div_ceil(1000)).clamp(1, i32::MAX as u128) as i32
     }
+}
 
-    /// Check the knobs; names the field and the fix.
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let bad = |f: &str, m: &str| Err((format!("pgmq.{f}"), m.to_string()));
+impl crate::options::Section for PgmqOptions {
+    fn validate(&self) -> Result<(), crate::options::OptionsError> {
+        let bad = |f: &str, m: &str| Err(crate::options::OptionsError::new("pgmq", f, m));
         if self.readers == 0 {
             return bad("readers", "must be >= 1");
         }
@@ -132,6 +133,14 @@ impl PgmqOptions {
         }
         Ok(())
     }
+
+    /// The PostgreSQL processes, and PostgreSQL's internals through the DSN.
+    fn sample_targets(&self) -> Vec<(String, String)> {
+        vec![
+            ("postgres".into(), "proc:postgres".into()),
+            ("pg_internals".into(), format!("postgres:{}", self.dsn)),
+        ]
+    }
 }
 
 /// Remove the password from a DSN or from any text that quotes one:
@@ -156,6 +165,7 @@ mod vt_serde {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Section;
 
     #[test]
     fn redacts_passwords() {

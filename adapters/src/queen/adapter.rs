@@ -76,9 +76,7 @@ pub struct QueenBroker {
 
 impl QueenBroker {
     pub fn new(options: QueenOptions) -> Result<Self, BrokerError> {
-        options
-            .validate()
-            .map_err(|(field, message)| BrokerError::Config { field, message })?;
+        crate::options::Section::validate(&options)?;
         let client = Client::new(&options)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -257,7 +257,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.retryable);
-        assert_eq!(e.error.class(), "connection", "{}", e.error);
+        assert_eq!(e.error.class().name(), "connection", "{}", e.error);
         assert!(!e.error.to_string().contains("tok-secret"));
     }
 }

@@ -117,10 +117,11 @@ impl QueenOptions {
             PopMode::AutoAck => 1,
         }
     }
+}
 
-    /// Check the knobs; names the field and the fix.
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let bad = |f: &str, m: &str| Err((format!("queen.{f}"), m.to_string()));
+impl crate::options::Section for QueenOptions {
+    fn validate(&self) -> Result<(), crate::options::OptionsError> {
+        let bad = |f: &str, m: &str| Err(crate::options::OptionsError::new("queen", f, m));
         if self.url.starts_with("https://") {
             return bad(
                 "url",
@@ -190,6 +191,15 @@ impl QueenOptions {
         }
         Ok(())
     }
+
+    /// The server binary is `queen-server` (a bare `queen` would also match postgres
+    /// backends of a database named queen), and its PostgreSQL.
+    fn sample_targets(&self) -> Vec<(String, String)> {
+        vec![
+            ("queen".into(), "proc:queen-server".into()),
+            ("postgres".into(), "proc:postgres".into()),
+        ]
+    }
 }
 
 fn redacted<S: Serializer>(t: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
@@ -202,6 +212,7 @@ fn redacted<S: Serializer>(t: &Option<String>, s: S) -> Result<S::Ok, S::Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Section;
 
     #[test]
     fn parses_knobs() {
@@ -263,7 +274,7 @@ mod tests {
             ),
         ];
         for (o, field) in cases {
-            assert_eq!(o.validate().unwrap_err().0, field);
+            assert_eq!(o.validate().unwrap_err().field, field);
         }
     }
 

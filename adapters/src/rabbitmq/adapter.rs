@@ -92,7 +92,7 @@ fn add(c: &AtomicU64, n: u64) {
 
 impl Stats {
     fn error(&self, e: &BrokerError) {
-        *self.errors.lock().entry(e.class()).or_default() += 1;
+        *self.errors.lock().entry(e.class().name()).or_default() += 1;
     }
 }
 
@@ -155,31 +155,7 @@ fn password_of(url: &str) -> Option<String> {
 
 impl RabbitBroker {
     pub fn new(options: RabbitOptions) -> Result<Self, BrokerError> {
-        let cfg = |field: &str, message: &str| BrokerError::Config {
-            field: format!("rabbitmq.{field}"),
-            message: message.into(),
-        };
-        if !(options.url.starts_with("amqp://") || options.url.starts_with("amqps://")) {
-            return Err(cfg("url", "must start with amqp:// or amqps://"));
-        }
-        if !(1..=1024).contains(&options.publish_channels) {
-            return Err(cfg("publish_channels", "must be between 1 and 1024"));
-        }
-        if !(1..=1024).contains(&options.consumer_connections) {
-            return Err(cfg("consumer_connections", "must be between 1 and 1024"));
-        }
-        if !(1..=2047).contains(&options.channels_per_connection) {
-            return Err(cfg(
-                "channels_per_connection",
-                "must be between 1 and 2047 (the server's default channel_max)",
-            ));
-        }
-        if !(1..=256).contains(&options.setup_channels) {
-            return Err(cfg("setup_channels", "must be between 1 and 256"));
-        }
-        if options.linger > Duration::from_secs(10) {
-            return Err(cfg("linger", "must be at most 10s"));
-        }
+        crate::options::Section::validate(&options)?;
         Ok(RabbitBroker {
             inner: Arc::new(Inner {
                 secret: password_of(&options.url),

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::options::OptionsError;
+
 /// Queue type of every queue the adapter declares (the durability tier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -109,6 +111,40 @@ impl RabbitOptions {
             self.queues_per_group
         };
         q.max(1)
+    }
+}
+
+impl crate::options::Section for RabbitOptions {
+    fn validate(&self) -> Result<(), OptionsError> {
+        let options = self;
+        let cfg = |field: &str, message: &str| OptionsError::new("rabbitmq", field, message);
+        if !(options.url.starts_with("amqp://") || options.url.starts_with("amqps://")) {
+            return Err(cfg("url", "must start with amqp:// or amqps://"));
+        }
+        if !(1..=1024).contains(&options.publish_channels) {
+            return Err(cfg("publish_channels", "must be between 1 and 1024"));
+        }
+        if !(1..=1024).contains(&options.consumer_connections) {
+            return Err(cfg("consumer_connections", "must be between 1 and 1024"));
+        }
+        if !(1..=2047).contains(&options.channels_per_connection) {
+            return Err(cfg(
+                "channels_per_connection",
+                "must be between 1 and 2047 (the server's default channel_max)",
+            ));
+        }
+        if !(1..=256).contains(&options.setup_channels) {
+            return Err(cfg("setup_channels", "must be between 1 and 256"));
+        }
+        if options.linger > Duration::from_secs(10) {
+            return Err(cfg("linger", "must be at most 10s"));
+        }
+        Ok(())
+    }
+
+    /// The Erlang VM of the node.
+    fn sample_targets(&self) -> Vec<(String, String)> {
+        vec![("rabbitmq".into(), "proc:beam.smp".into())]
     }
 }
 

@@ -85,13 +85,15 @@ impl InvocationFile {
     /// Probe the host, note the start, and write the file without an outcome.
     pub fn begin(
         loaded: &crate::scenario::Loaded,
-        opts: &crate::run::RunOptions,
+        argv: &[String],
+        scenario_path: &Path,
+        out: &Path,
     ) -> anyhow::Result<Self> {
         use anyhow::Context as _;
         let f = InvocationFile {
-            path: opts.out.join("invocation.txt"),
-            argv: opts.argv.clone(),
-            scenario_path: opts.scenario_path.clone(),
+            path: out.join("invocation.txt"),
+            argv: argv.to_vec(),
+            scenario_path: scenario_path.to_path_buf(),
             scenario_text: loaded.source_text.clone(),
             resolved_yaml: serde_yaml::to_string(&loaded.scenario)
                 .context("serialising the resolved scenario")?,

@@ -1,8 +1,9 @@
-//! The record of a cell: everything a run leaves in its directory.
+//! The record of a cell: every file a run leaves in its directory, and how each is
+//! written (secrets redacted, versions stated).
 
 pub mod host;
 pub mod invocation;
-pub mod meta;
 pub mod redact;
 pub mod refused;
 pub mod result;
+pub mod stream_log;

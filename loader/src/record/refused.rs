@@ -83,10 +83,7 @@ fn write(
         outcome: "REFUSED",
         system: s.system.name(),
         workload: RefusedShape {
-            kind: match s.workload {
-                crate::scenario::WorkloadKind::Pipeline => "pipeline",
-                crate::scenario::WorkloadKind::Stream => "stream",
-            },
+            kind: s.workload.name(),
             rate: s.rate,
             properties: s.properties,
             lanes,

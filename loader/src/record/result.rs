@@ -1,14 +1,11 @@
-//! `result.json`: every counter, invariant, per-stream and per-flow figure, the
-//! verdict and its reasons. Versioned by `schema_version`; documented in
-//! docs/result-json.md.
+//! `result.json`: the envelope every cell's result has (its head and its tail),
+//! with the workload's own figures in between. Versioned by `schema_version`;
+//! documented in docs/record.md.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::counters::FlowSnapshot;
-use crate::histograms::Summary;
-use crate::plan::Invariants;
 use crate::record::host::Host;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -19,7 +16,8 @@ pub struct CellHead {
     pub schema_version: u32,
     pub crossbench: BuildInfo,
     pub cell: String,
-    /// PASS, FAIL (correctness) or VOID (the loader, not the system, was the limit).
+    /// PASS, FAIL (correctness), VOID (the loader, not the system, was the limit) or
+    /// REFUSED (see `record::refused`).
     pub outcome: String,
     pub system: String,
     pub variant: String,
@@ -34,7 +32,7 @@ impl CellHead {
     /// The head of a cell of scenario `s` that the system described as `d`.
     pub fn new(
         s: &crate::scenario::Scenario,
-        outcome: crate::run::Outcome,
+        outcome: &str,
         d: &adapters::Description,
         time: Times,
         host: Host,
@@ -43,7 +41,7 @@ impl CellHead {
             schema_version: SCHEMA_VERSION,
             crossbench: BuildInfo::current(),
             cell: s.name.clone(),
-            outcome: outcome.name().into(),
+            outcome: outcome.into(),
             system: d.system.clone(),
             variant: d.variant.clone(),
             durability: d.durability,
@@ -53,6 +51,18 @@ impl CellHead {
             host,
         }
     }
+}
+
+/// A cell's `result.json`: the head, the workload's figures (`body`, whose fields
+/// sit at the top level between the head's and the tail's), the tail.
+#[derive(Debug, Serialize)]
+pub struct CellResult<B> {
+    #[serde(flatten)]
+    pub head: CellHead,
+    #[serde(flatten)]
+    pub body: B,
+    #[serde(flatten)]
+    pub tail: CellTail,
 }
 
 /// The fields every cell's `result.json` ends with, in both workloads.
@@ -66,25 +76,6 @@ pub struct CellTail {
     pub cost: Option<serde_json::Value>,
     pub broker_stats: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct CellResult {
-    #[serde(flatten)]
-    pub head: CellHead,
-    pub workload: Workload,
-    pub invariants: Invariants,
-    pub provisioned: adapters::Description,
-    pub flows: BTreeMap<String, FlowSnapshot>,
-    /// `offered = published + shed + failed`, per flow, at the end of the run.
-    pub identity_holds: bool,
-    pub throughput: Throughput,
-    pub latency_ms: Latency,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub skew: Option<Skew>,
-    pub streams: Vec<StreamFigures>,
-    #[serde(flatten)]
-    pub tail: CellTail,
 }
 
 #[derive(Debug, Serialize)]
@@ -161,89 +152,6 @@ pub struct Times {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Workload {
-    pub kind: String,
-    pub rate_events_per_sec: u64,
-    pub rate_a: u64,
-    pub rate_b: u64,
-    pub properties: u64,
-    pub lanes: u64,
-    pub batch: u64,
-    pub payload_b: u64,
-    pub lane_headroom: f64,
-    pub lane_budget_total: u64,
-    pub shards_per_flow: u64,
-    pub base_seq: i64,
-    pub dedup_window_sec: u64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Throughput {
-    /// Paced events scheduled inside the rated window, per second.
-    pub offered_per_sec: f64,
-    /// Of those, published, per second (shed and failed ones excluded).
-    pub published_per_sec: f64,
-    /// Deliveries of rated events to all twelve streams, per second of rated window.
-    pub deliveries_per_sec: f64,
-    /// deliveries_per_sec / (6R): the share of the demanded deliveries served.
-    pub served_fraction: f64,
-    /// The reference's figure: all deliveries (warm-up and drain included) / rated seconds.
-    pub reference_deliveries_per_sec: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Latency {
-    pub e2e_a: Summary,
-    pub e2e_b: Summary,
-    pub e2e_warmup: Summary,
-    pub schedule_lag: Summary,
-    pub ingress_publish: Summary,
-    /// `ideal` end-to-end work time at the median per flow (A: 15 + 30 ms, B: 10 + 30 ms).
-    pub ideal_work_ms: BTreeMap<String, f64>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Skew {
-    pub hot_props: u64,
-    pub hot_factor: u64,
-    pub hot_share_pct: f64,
-    pub hot_lane_offered_per_sec: f64,
-    pub cold_lane_offered_per_sec: f64,
-    pub lane_ceiling_per_sec: f64,
-    pub hot_saturated: bool,
-    pub e2e_a_cold: Summary,
-    pub e2e_a_hot: Summary,
-    pub e2e_b_cold: Summary,
-    pub e2e_b_hot: Summary,
-    pub hot_over_cold_p99: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct StreamFigures {
-    pub stream: String,
-    pub flow: String,
-    pub delivered: u64,
-    pub processed: u64,
-    pub processed_rated: u64,
-    pub derived: u64,
-    pub push_errors: u64,
-    pub aborted_batches: u64,
-    pub decode_errors: u64,
-    pub slow_decodes: u64,
-    pub acked: u64,
-    pub ack_errors: u64,
-    pub refused: u64,
-    pub redelivered: u64,
-    pub receive_errors: u64,
-    pub reconnects: u64,
-    pub lane_budget: u64,
-    pub entry_age_ms: Summary,
-    pub barrier_ms: Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub push_ms: Option<Summary>,
-}
-
-#[derive(Debug, Serialize)]
 pub struct LoaderFigures {
     /// Mean cores the crossbench process used over the rated window (the in-process
     /// control broker included when system = mem).
@@ -274,7 +182,7 @@ impl LoaderFigures {
             peak_rss_bytes: crate::record::host::peak_rss_bytes(),
             runtime_threads: tokio::runtime::Handle::try_current()
                 .map_or(0, |h| h.metrics().num_workers()),
-            pacer_priority: crate::priority::pacer_priority().to_string(),
+            pacer_priority: crate::pacing::priority::pacer_priority().to_string(),
         }
     }
 }

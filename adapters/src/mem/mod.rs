@@ -1,0 +1,583 @@
+//! `mem`: the in-process control broker.
+//!
+//! It honours the adapter contract exactly (per-key order, one key in flight per
+//! group, whole-batch redelivery of refused batches, native fan-out) and costs as
+//! little as possible, so a run on it measures the harness's own ceiling. It can also
+//! be told to misbehave ([`Fault`]) so the checker can be shown to catch it, and to
+//! publish slowly ([`MemOptions::publish_delay`]) so shedding can be shown.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{
+    BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
+    Durability, FanOut, KeyBatch, StreamCounters, Topology,
+};
+use crate::error::BrokerError;
+
+mod options;
+pub use options::{Fault, FaultKind, MemOptions};
+
+#[derive(Debug, Default)]
+struct KeyState {
+    pending: VecDeque<Pending>,
+    in_flight: bool,
+    queued: bool,
+    /// A message held back by a `Reorder` fault, released after the next batch.
+    held: Option<Pending>,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    payload: Bytes,
+    redelivered: bool,
+    /// Dispatched before (so fault ordinals count each message once).
+    seen: bool,
+}
+
+#[derive(Debug, Default)]
+struct GroupState {
+    keys: HashMap<Arc<str>, KeyState>,
+    ready: VecDeque<Arc<str>>,
+    /// First-time dispatches so far (fault ordinals).
+    dispatched: u64,
+}
+
+#[derive(Debug)]
+struct Group {
+    state: Mutex<GroupState>,
+    notify: Notify,
+    faults: Vec<Fault>,
+}
+
+#[derive(Debug)]
+struct Topic {
+    groups: Vec<(String, Arc<Group>)>,
+    distinct_keys: AtomicU64,
+    census: Mutex<KeyCensus>,
+}
+
+/// The distinct keys a topic has seen, in one bit per key for the harness's own
+/// `p<N>` keys and a set for any other: a group forgets an idle key (so its memory
+/// follows the keys with messages, not every key ever used), the census does not.
+#[derive(Debug, Default)]
+struct KeyCensus {
+    bits: Vec<u64>,
+    others: std::collections::HashSet<Box<str>>,
+}
+
+impl KeyCensus {
+    /// Record `key`; true the first time.
+    fn insert(&mut self, key: &str) -> bool {
+        let n = key
+            .strip_prefix('p')
+            .filter(|d| {
+                !d.is_empty()
+                    && d.len() <= 9
+                    && (d.len() == 1 || !d.starts_with('0'))
+                    && d.bytes().all(|b| b.is_ascii_digit())
+            })
+            .and_then(|d| d.parse::<usize>().ok());
+        match n {
+            Some(n) => {
+                let (w, b) = (n / 64, 1u64 << (n % 64));
+                if self.bits.len() <= w {
+                    self.bits.resize(w + 1, 0);
+                }
+                let fresh = self.bits[w] & b == 0;
+                self.bits[w] |= b;
+                fresh
+            }
+            None => {
+                if self.others.contains(key) {
+                    false
+                } else {
+                    self.others.insert(key.into())
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct MemStats {
+    published: AtomicU64,
+    delivered: AtomicU64,
+    acked: AtomicU64,
+    refused: AtomicU64,
+    faults_applied: AtomicU64,
+}
+
+/// The control broker.
+#[derive(Debug, Default)]
+pub struct MemBroker {
+    options: MemOptions,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    stats: Arc<MemStats>,
+}
+
+impl MemBroker {
+    pub fn new(options: MemOptions) -> Self {
+        MemBroker {
+            options,
+            ..Default::default()
+        }
+    }
+
+    fn topic(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
+        self.topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| BrokerError::UnknownTopic(name.to_string()))
+    }
+
+    fn group(&self, topic: &str, group: &str) -> Result<Arc<Group>, BrokerError> {
+        let t = self.topic(topic)?;
+        t.groups
+            .iter()
+            .find(|(g, _)| g == group)
+            .map(|(_, g)| g.clone())
+            .ok_or_else(|| BrokerError::Other(format!("unknown group {group:?} on {topic:?}")))
+    }
+}
+
+impl Group {
+    /// Take the next batch of one ready key, applying faults. Returns None when no key is ready.
+    fn claim(&self, batch: usize, faults_applied: &AtomicU64) -> Option<(Arc<str>, Vec<Pending>)> {
+        let mut st = self.state.lock();
+        loop {
+            let key = st.ready.pop_front()?;
+            let mut dispatched = st.dispatched;
+            let ks = st.keys.get_mut(&key).expect("ready key has state");
+            ks.queued = false;
+            if ks.in_flight || ks.pending.is_empty() {
+                continue;
+            }
+            let n = ks.pending.len().min(batch.max(1));
+            let mut out: Vec<Pending> = Vec::with_capacity(n + 1);
+            // Where a message held back by this very claim sits in `out`.
+            let mut held_at: Option<usize> = None;
+            for _ in 0..n {
+                let mut m = ks.pending.pop_front().expect("n <= len");
+                if !m.seen {
+                    m.seen = true;
+                    let ordinal = dispatched;
+                    dispatched += 1;
+                    if let Some(f) = self.faults.iter().find(|f| f.at == ordinal) {
+                        faults_applied.fetch_add(1, Ordering::Relaxed);
+                        match f.kind {
+                            FaultKind::Drop => continue,
+                            FaultKind::Duplicate => out.push(m.clone()),
+                            FaultKind::Reorder => {
+                                held_at = Some(out.len());
+                                ks.held = Some(m);
+                                continue;
+                            }
+                        }
+                    }
+                }
+                out.push(m);
+            }
+            // A held-back message goes out right after a later message of its key.
+            let release_held = match held_at {
+                Some(i) => out.len() > i,
+                None => !out.is_empty(),
+            };
+            if release_held {
+                if let Some(h) = ks.held.take() {
+                    out.push(h);
+                }
+            }
+            if out.is_empty() {
+                // Everything taken was dropped or held: keep the key going.
+                if !ks.pending.is_empty() {
+                    ks.queued = true;
+                    st.ready.push_back(key);
+                }
+                st.dispatched = dispatched;
+                continue;
+            }
+            ks.in_flight = true;
+            st.dispatched = dispatched;
+            return Some((key, out));
+        }
+    }
+
+    /// Finish a batch: ack drops it, refuse puts it back at the head, in order.
+    fn release(&self, key: &Arc<str>, msgs: Vec<Pending>, disposition: Disposition) {
+        let wake = {
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            let ks = st.keys.get_mut(key).expect("in-flight key has state");
+            ks.in_flight = false;
+            if disposition == Disposition::Refuse {
+                for mut m in msgs.into_iter().rev() {
+                    m.redelivered = true;
+                    ks.pending.push_front(m);
+                }
+            }
+            if !ks.pending.is_empty() && !ks.queued {
+                ks.queued = true;
+                st.ready.push_back(key.clone());
+                true
+            } else {
+                if ks.pending.is_empty() && !ks.queued && ks.held.is_none() {
+                    // Idle: forget it (it is re-created by its next publish).
+                    st.keys.remove(key);
+                }
+                false
+            }
+        };
+        if wake {
+            self.notify.notify_one();
+        }
+    }
+}
+
+#[async_trait]
+impl Broker for MemBroker {
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        let mut topics = self.topics.write();
+        if topology.reset {
+            topics.clear();
+        }
+        let max = self.options.max_lanes;
+        if max > 0 && topology.lanes > max {
+            let topic = topology.topics.first().map_or("", |t| t.name.as_str());
+            return Err(BrokerError::TopologyRefused {
+                what: format!("topic {topic} with {} ordered lanes", topology.lanes),
+                answer: format!("control broker: at most {max} lanes per topic (mem.max_lanes)"),
+            });
+        }
+        for f in &self.options.faults {
+            let known = topology
+                .topics
+                .iter()
+                .any(|t| t.name == f.topic && t.groups.contains(&f.group));
+            if !known {
+                return Err(BrokerError::Config {
+                    field: "mem.faults".into(),
+                    message: format!(
+                        "fault names stream {}/{} which is not in the topology",
+                        f.topic, f.group
+                    ),
+                });
+            }
+        }
+        for t in &topology.topics {
+            topics.entry(t.name.clone()).or_insert_with(|| {
+                Arc::new(Topic {
+                    groups: t
+                        .groups
+                        .iter()
+                        .map(|g| {
+                            let faults = self
+                                .options
+                                .faults
+                                .iter()
+                                .filter(|f| f.topic == t.name && &f.group == g)
+                                .cloned()
+                                .collect();
+                            (
+                                g.clone(),
+                                Arc::new(Group {
+                                    state: Mutex::new(GroupState::default()),
+                                    notify: Notify::new(),
+                                    faults,
+                                }),
+                            )
+                        })
+                        .collect(),
+                    distinct_keys: AtomicU64::new(0),
+                    census: Mutex::new(KeyCensus::default()),
+                })
+            });
+        }
+        let streams = topology.stream_count() as u64;
+        Ok(Description {
+            system: "mem".into(),
+            variant: String::new(),
+            durability: Durability::Memory,
+            fan_out: FanOut::Native,
+            delivery: DeliveryGuarantee::ExactlyOnce,
+            ordered_lanes: topology.keys * topology.topics.len() as u64,
+            physical_queues: topology.topics.len() as u64,
+            consumer_members: streams,
+            connections: 0,
+            // Native fan-out: one write per topic an event passes through.
+            publishes_per_ingress_event: topology.native_publishes_per_ingress_event(),
+            semantics_built_in_app: vec![],
+            notes: vec!["in-process control broker: measures the harness's own ceiling".into()],
+            lease_ms: None,
+        })
+    }
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        if !self.options.publish_delay.is_zero() {
+            tokio::time::sleep(self.options.publish_delay).await;
+        }
+        let t = self.topic(topic)?;
+        if t.census.lock().insert(key) {
+            t.distinct_keys.fetch_add(1, Ordering::Relaxed);
+        }
+        for (_, g) in &t.groups {
+            let mut guard = g.state.lock();
+            let st = &mut *guard;
+            let ks = match st.keys.get_mut(key) {
+                Some(ks) => ks,
+                None => st.keys.entry(Arc::from(key)).or_default(),
+            };
+            for p in payloads {
+                ks.pending.push_back(Pending {
+                    payload: p.clone(),
+                    redelivered: false,
+                    seen: false,
+                });
+            }
+            if !ks.in_flight && !ks.queued {
+                ks.queued = true;
+                let k: Arc<str> = st
+                    .keys
+                    .get_key_value(key)
+                    .map(|(k, _)| k.clone())
+                    .expect("just inserted");
+                st.ready.push_back(k);
+                drop(guard);
+                g.notify.notify_one();
+            }
+        }
+        self.stats
+            .published
+            .fetch_add(payloads.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn consume(
+        &self,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
+    ) -> Result<(), BrokerError> {
+        let g = self.group(topic, group)?;
+        // Enough concurrent batches that the broker never limits the stage: the stage's
+        // own lane budget bounds the work in flight.
+        let slots = Arc::new(Semaphore::new(options.lanes.max(16)));
+        debug_assert!(options.lanes.max(16) <= u32::MAX as usize);
+        let total_slots = options.lanes.max(16) as u32;
+        let faults_applied = &self.stats.faults_applied;
+        loop {
+            let permit = tokio::select! {
+                _ = stop.cancelled() => break,
+                p = slots.clone().acquire_owned() => p.expect("semaphore never closed"),
+            };
+            // Claim first; only when nothing is ready, register for a wake-up and look
+            // once more (so a publish between the two looks is never missed).
+            let claimed = match g.claim(options.batch, faults_applied) {
+                Some(c) => Some(c),
+                None => loop {
+                    let notified = g.notify.notified();
+                    if let Some(c) = g.claim(options.batch, faults_applied) {
+                        break Some(c);
+                    }
+                    tokio::select! {
+                        _ = stop.cancelled() => break None,
+                        _ = notified => {}
+                    }
+                },
+            };
+            let Some((key, msgs)) = claimed else { break };
+            let n = msgs.len() as u64;
+            self.stats.delivered.fetch_add(n, Ordering::Relaxed);
+            let redelivered = msgs.iter().filter(|m| m.redelivered).count() as u64;
+            if redelivered > 0 {
+                StreamCounters::add(&options.counters.redelivered, redelivered);
+            }
+            let batch = KeyBatch {
+                key: key.clone(),
+                messages: msgs
+                    .iter()
+                    .map(|m| Delivery {
+                        payload: m.payload.clone(),
+                        redelivered: m.redelivered,
+                    })
+                    .collect(),
+            };
+            let handler = handler.clone();
+            let g2 = g.clone();
+            let counters = options.counters.clone();
+            let stats = self.stats.clone();
+            // The permit travels with the task: the semaphore both bounds the batches in
+            // flight and tells when they have all finished.
+            tokio::spawn(async move {
+                let d = handler.handle(batch).await;
+                match d {
+                    Disposition::Ack => {
+                        StreamCounters::add(&counters.acked, n);
+                        stats.acked.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Disposition::Refuse => {
+                        StreamCounters::add(&counters.refused, n);
+                        stats.refused.fetch_add(n, Ordering::Relaxed);
+                    }
+                }
+                // The control broker's ack is the release of the key: timed so the
+                // ack round trip has a floor to compare real brokers with.
+                let t_ack = std::time::Instant::now();
+                g2.release(&key, msgs, d);
+                if d == Disposition::Ack {
+                    StreamCounters::add(&counters.ack_calls, 1);
+                    StreamCounters::add(&counters.ack_micros, t_ack.elapsed().as_micros() as u64);
+                }
+                drop(permit);
+            });
+        }
+        // Wait for every batch still in flight.
+        let _all = slots
+            .acquire_many(total_slots)
+            .await
+            .expect("semaphore never closed");
+        Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        m.insert(
+            "mem_published".into(),
+            self.stats.published.load(Ordering::Relaxed),
+        );
+        m.insert(
+            "mem_delivered".into(),
+            self.stats.delivered.load(Ordering::Relaxed),
+        );
+        m.insert("mem_acked".into(), self.stats.acked.load(Ordering::Relaxed));
+        m.insert(
+            "mem_refused".into(),
+            self.stats.refused.load(Ordering::Relaxed),
+        );
+        m.insert(
+            "mem_faults_applied".into(),
+            self.stats.faults_applied.load(Ordering::Relaxed),
+        );
+        let keys: u64 = self
+            .topics
+            .read()
+            .values()
+            .map(|t| t.distinct_keys.load(Ordering::Relaxed))
+            .sum();
+        m.insert("mem_distinct_keys".into(), keys);
+        m
+    }
+
+    async fn close(&self) -> Result<(), BrokerError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::TopicSpec;
+    use std::time::Duration;
+
+    struct AckAll;
+
+    #[async_trait]
+    impl BatchHandler for AckAll {
+        async fn handle(&self, _batch: KeyBatch) -> Disposition {
+            Disposition::Ack
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_keys_are_forgotten_and_distinct_keys_counted_once() {
+        let b = Arc::new(MemBroker::new(MemOptions::default()));
+        let topo = Topology {
+            topics: vec![TopicSpec {
+                name: "t".into(),
+                groups: vec!["g1".into(), "g2".into()],
+            }],
+            keys: 3,
+            lanes: 3,
+            durability: Durability::Memory,
+            dedup_window_sec: 0,
+            reset: true,
+        };
+        b.setup(&topo).await.unwrap();
+        for k in ["p0", "p1", "p0", "other"] {
+            b.publish("t", k, &[Bytes::from_static(b"m")])
+                .await
+                .unwrap();
+        }
+        let stop = CancellationToken::new();
+        let mut counters = Vec::new();
+        let mut tasks = Vec::new();
+        for g in ["g1", "g2"] {
+            let c = Arc::new(StreamCounters::default());
+            counters.push(c.clone());
+            let (b, stop) = (b.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                let opts = ConsumeOptions {
+                    batch: 10,
+                    lanes: 4,
+                    counters: c,
+                };
+                b.consume("t", g, opts, Arc::new(AckAll), stop).await
+            }));
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while counters.iter().any(|c| StreamCounters::get(&c.acked) < 4)
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.cancel();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        for c in &counters {
+            assert_eq!(StreamCounters::get(&c.acked), 4);
+            assert!(StreamCounters::get(&c.ack_calls) > 0);
+        }
+        // Three distinct keys over both groups, each counted once.
+        assert_eq!(b.counters()["mem_distinct_keys"], 3);
+        // Nothing pending: no group keeps a key's state.
+        for g in ["g1", "g2"] {
+            assert!(b.group("t", g).unwrap().state.lock().keys.is_empty(), "{g}");
+        }
+        // A key that comes back is served again and not counted twice.
+        b.publish("t", "p1", &[Bytes::from_static(b"m")])
+            .await
+            .unwrap();
+        assert_eq!(b.counters()["mem_distinct_keys"], 3);
+        assert_eq!(
+            b.group("t", "g1").unwrap().state.lock().keys.len(),
+            1,
+            "re-created on publish"
+        );
+    }
+
+    #[test]
+    fn census_tells_numbered_keys_from_others() {
+        let mut c = KeyCensus::default();
+        assert!(c.insert("p0"));
+        assert!(!c.insert("p0"));
+        assert!(c.insert("p999999"));
+        assert!(c.insert("p"));
+        assert!(!c.insert("p"));
+        assert!(c.insert("l7"));
+        assert!(c.insert("p01x"));
+        // A leading zero is another key, not p1.
+        assert!(c.insert("p1"));
+        assert!(c.insert("p01"));
+    }
+}

@@ -1,0 +1,60 @@
+//! Scenario section `mem`: the control broker's test knobs.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::options::{OptionsError, Section};
+
+/// What a fault does to one message of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The message is consumed without ever being handed to the stage (a loss).
+    Drop,
+    /// The message is handed to the stage twice in a row (a duplicate).
+    Duplicate,
+    /// The message is held back and handed over after the next message of its key
+    /// (an order violation).
+    Reorder,
+}
+
+/// A deliberate misbehaviour of the control broker, for tests of the checker path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub topic: String,
+    pub group: String,
+    pub kind: FaultKind,
+    /// 0-based ordinal, among the messages first dispatched to this stream, of the
+    /// message the fault applies to.
+    pub at: u64,
+}
+
+/// Options of the control broker (scenario section `mem`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemOptions {
+    /// Sleep this long inside every publish call (a deliberately slow broker).
+    #[serde(with = "crate::duration_text")]
+    pub publish_delay: Duration,
+    /// Misbehaviours to inject.
+    pub faults: Vec<Fault>,
+    /// Refuse a topology with more ordered lanes per topic than this (0 = no limit),
+    /// the way a broker refuses a partition count above its limit. Exercises the
+    /// loader's REFUSED record.
+    pub max_lanes: u64,
+}
+
+impl Section for MemOptions {
+    fn validate(&self) -> Result<(), OptionsError> {
+        if self.publish_delay > Duration::from_secs(60) {
+            return Err(OptionsError::new(
+                "mem",
+                "publish_delay",
+                "must be at most 60s",
+            ));
+        }
+        Ok(())
+    }
+}

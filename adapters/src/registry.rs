@@ -1,0 +1,362 @@
+//! The one place that lists the systems crossbench drives.
+//!
+//! Each system has an entry here: its name, the cargo feature that builds its
+//! adapter, what it can do beyond the contract ([`Capabilities`]), its typed scenario
+//! section ([`SystemOptions`], checked by [`crate::options::Section`]), its
+//! constructor and its default sampler targets. The loader, the scenario validator,
+//! the workloads and the report ask this module; none of them names a system.
+//!
+//! Adding a system: a folder `adapters/src/<system>/` with its options (a
+//! [`crate::options::Section`]) and its [`Broker`], one variant in [`System`] and
+//! [`SystemOptions`], one entry in [`ENTRIES`], one arm in [`SystemOptions::build`],
+//! and a cargo feature (adapters/README.md has the whole recipe).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::broker::Broker;
+use crate::error::BrokerError;
+use crate::options::{OptionsError, Section};
+
+/// A system crossbench can drive, as a scenario names it (`system: pgmq`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum System {
+    /// The in-process control broker.
+    Mem,
+    Pgmq,
+    Rabbitmq,
+    Kafka,
+    Queen,
+}
+
+/// What a system can do beyond the adapter contract: the questions workloads and
+/// validators ask instead of naming systems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// One pop can span several partitions (the stream workload's
+    /// `consume.pop_partitions` > 1).
+    pub multi_partition_pop: bool,
+    /// The system runs inside the crossbench process: its CPU and memory are the
+    /// loader's own, and nothing else is there to sample.
+    pub in_process: bool,
+}
+
+/// One system's entry.
+#[derive(Debug)]
+pub struct Entry {
+    pub system: System,
+    /// The scenario's name for it, and the key of its options section.
+    pub name: &'static str,
+    /// What a reader calls it.
+    pub title: &'static str,
+    /// The cargo feature that builds the adapter (`None`: always built).
+    pub feature: Option<&'static str>,
+    /// Whether this build has the adapter.
+    pub built: bool,
+    pub capabilities: Capabilities,
+    /// What a reader of this system's memory figure should know, for comparison
+    /// tables (`None`: nothing to add).
+    pub memory_note: Option<&'static str>,
+}
+
+const PLAIN: Capabilities = Capabilities {
+    multi_partition_pop: false,
+    in_process: false,
+};
+
+/// Every system, in the order of [`System`].
+pub static ENTRIES: [Entry; 5] = [
+    Entry {
+        system: System::Mem,
+        name: "mem",
+        title: "control broker (in-process)",
+        feature: None,
+        built: true,
+        capabilities: Capabilities {
+            multi_partition_pop: false,
+            in_process: true,
+        },
+        memory_note: None,
+    },
+    Entry {
+        system: System::Pgmq,
+        name: "pgmq",
+        title: "PostgreSQL + pgmq",
+        feature: Some("pgmq"),
+        built: cfg!(feature = "pgmq"),
+        capabilities: PLAIN,
+        memory_note: Some(
+            "RAM here: RSS summed over PostgreSQL's processes, which counts shared buffers once per backend and overstates; the published figure is the container's memory.current.",
+        ),
+    },
+    Entry {
+        system: System::Rabbitmq,
+        name: "rabbitmq",
+        title: "RabbitMQ",
+        feature: Some("rabbitmq"),
+        built: cfg!(feature = "rabbitmq"),
+        capabilities: PLAIN,
+        memory_note: None,
+    },
+    Entry {
+        system: System::Kafka,
+        name: "kafka",
+        title: "Kafka protocol (Apache Kafka, Redpanda, tansu)",
+        feature: Some("kafka"),
+        built: cfg!(feature = "kafka"),
+        capabilities: PLAIN,
+        memory_note: None,
+    },
+    Entry {
+        system: System::Queen,
+        name: "queen",
+        title: "Queen MQ",
+        feature: Some("queen"),
+        built: cfg!(feature = "queen"),
+        capabilities: Capabilities {
+            multi_partition_pop: true,
+            in_process: false,
+        },
+        memory_note: None,
+    },
+];
+
+impl System {
+    /// Every system.
+    pub fn all() -> impl Iterator<Item = System> {
+        ENTRIES.iter().map(|e| e.system)
+    }
+
+    /// The system a scenario or a record names, if any.
+    pub fn from_name(name: &str) -> Option<System> {
+        ENTRIES.iter().find(|e| e.name == name).map(|e| e.system)
+    }
+
+    pub fn entry(self) -> &'static Entry {
+        &ENTRIES[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.entry().name
+    }
+
+    pub fn capabilities(self) -> Capabilities {
+        self.entry().capabilities
+    }
+
+    /// Every system's name, for messages ("one of mem, pgmq, …").
+    pub fn names() -> Vec<&'static str> {
+        ENTRIES.iter().map(|e| e.name).collect()
+    }
+}
+
+impl std::fmt::Display for System {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The options section of the system a scenario drives, typed. It serialises as
+/// `{<system name>: {…}}`, so flattened into a scenario it is the `pgmq:` (…) section.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum SystemOptions {
+    #[serde(rename = "mem")]
+    Mem(crate::mem::MemOptions),
+    #[serde(rename = "pgmq")]
+    Pgmq(crate::pgmq::PgmqOptions),
+    #[serde(rename = "rabbitmq")]
+    Rabbitmq(crate::rabbitmq::RabbitOptions),
+    #[serde(rename = "kafka")]
+    Kafka(crate::kafka::KafkaOptions),
+    #[serde(rename = "queen")]
+    Queen(crate::queen::QueenOptions),
+}
+
+impl Default for SystemOptions {
+    /// The control broker's defaults: what a value with no system yet holds.
+    fn default() -> Self {
+        SystemOptions::defaults(System::Mem)
+    }
+}
+
+/// What the workload tells the constructor about how the adapter will be driven.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildContext {
+    /// Partitions one pop may span (1 unless the system has
+    /// [`Capabilities::multi_partition_pop`] and the workload asks for more).
+    pub pop_partitions: u64,
+}
+
+/// Why an adapter could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("system `{name}`: this crossbench was built without the `{feature}` adapter; rebuild with `cargo build --release --features {feature}`")]
+    NotBuilt {
+        name: &'static str,
+        feature: &'static str,
+    },
+    #[error("system `{name}`: {source}")]
+    Config {
+        name: &'static str,
+        #[source]
+        source: BrokerError,
+    },
+}
+
+/// Apply `f` to the typed section of any system (one arm per system, here only).
+macro_rules! each_section {
+    ($options:expr, $o:ident => $body:expr) => {
+        match $options {
+            SystemOptions::Mem($o) => $body,
+            SystemOptions::Pgmq($o) => $body,
+            SystemOptions::Rabbitmq($o) => $body,
+            SystemOptions::Kafka($o) => $body,
+            SystemOptions::Queen($o) => $body,
+        }
+    };
+}
+
+impl SystemOptions {
+    /// The defaults of `system`'s section (a scenario that omits it).
+    pub fn defaults(system: System) -> SystemOptions {
+        match system {
+            System::Mem => SystemOptions::Mem(Default::default()),
+            System::Pgmq => SystemOptions::Pgmq(Default::default()),
+            System::Rabbitmq => SystemOptions::Rabbitmq(Default::default()),
+            System::Kafka => SystemOptions::Kafka(Default::default()),
+            System::Queen => SystemOptions::Queen(Default::default()),
+        }
+    }
+
+    /// `system`'s section from any serde form (the scenario's YAML value).
+    pub fn deserialize_for<'de, D: Deserializer<'de>>(
+        system: System,
+        section: D,
+    ) -> Result<SystemOptions, D::Error> {
+        Ok(match system {
+            System::Mem => SystemOptions::Mem(Deserialize::deserialize(section)?),
+            System::Pgmq => SystemOptions::Pgmq(Deserialize::deserialize(section)?),
+            System::Rabbitmq => SystemOptions::Rabbitmq(Deserialize::deserialize(section)?),
+            System::Kafka => SystemOptions::Kafka(Deserialize::deserialize(section)?),
+            System::Queen => SystemOptions::Queen(Deserialize::deserialize(section)?),
+        })
+    }
+
+    pub fn system(&self) -> System {
+        match self {
+            SystemOptions::Mem(_) => System::Mem,
+            SystemOptions::Pgmq(_) => System::Pgmq,
+            SystemOptions::Rabbitmq(_) => System::Rabbitmq,
+            SystemOptions::Kafka(_) => System::Kafka,
+            SystemOptions::Queen(_) => System::Queen,
+        }
+    }
+
+    /// Check every knob of the section.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        each_section!(self, o => o.validate())
+    }
+
+    /// The system's sampler targets when the scenario names none.
+    pub fn sample_targets(&self) -> Vec<(String, String)> {
+        each_section!(self, o => o.sample_targets())
+    }
+
+    /// The section alone (without the system's name around it), as JSON.
+    pub fn section_json(&self) -> serde_json::Value {
+        each_section!(self, o => serde_json::to_value(o).unwrap_or_default())
+    }
+
+    /// Whether the section is the system's defaults.
+    pub fn is_default(&self) -> bool {
+        *self == SystemOptions::defaults(self.system())
+    }
+
+    /// Build the adapter.
+    pub fn build(&self, ctx: &BuildContext) -> Result<Arc<dyn Broker>, BuildError> {
+        let entry = self.system().entry();
+        let config = |source: BrokerError| BuildError::Config {
+            name: entry.name,
+            source,
+        };
+        #[allow(unreachable_patterns)]
+        match self {
+            SystemOptions::Mem(o) => Ok(Arc::new(crate::mem::MemBroker::new(o.clone()))),
+            #[cfg(feature = "pgmq")]
+            SystemOptions::Pgmq(o) => crate::pgmq::PgmqBroker::new(o.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(config),
+            #[cfg(feature = "rabbitmq")]
+            SystemOptions::Rabbitmq(o) => crate::rabbitmq::RabbitBroker::new(o.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(config),
+            #[cfg(feature = "kafka")]
+            SystemOptions::Kafka(o) => crate::kafka::KafkaBroker::new(o.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(config),
+            #[cfg(feature = "queen")]
+            SystemOptions::Queen(o) => {
+                let mut o = o.clone();
+                // The workload's partitions per pop is Queen's partitions_per_pop.
+                if ctx.pop_partitions > 1 {
+                    o.partitions_per_pop = u32::try_from(ctx.pop_partitions).unwrap_or(u32::MAX);
+                }
+                crate::queen::QueenBroker::new(o)
+                    .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                    .map_err(config)
+            }
+            _ => {
+                let _ = (ctx, config);
+                Err(BuildError::NotBuilt {
+                    name: entry.name,
+                    feature: entry.feature.unwrap_or(entry.name),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_follow_the_enum_and_names_round_trip() {
+        for (i, e) in ENTRIES.iter().enumerate() {
+            assert_eq!(e.system as usize, i, "{}", e.name);
+            assert_eq!(System::from_name(e.name), Some(e.system));
+            assert_eq!(SystemOptions::defaults(e.system).system(), e.system);
+            let json = serde_json::to_value(e.system).unwrap();
+            assert_eq!(json, serde_json::Value::String(e.name.into()));
+            // The section serialises under the system's name.
+            let sec = serde_json::to_value(SystemOptions::defaults(e.system)).unwrap();
+            assert!(sec.get(e.name).is_some(), "{sec}");
+            assert!(
+                SystemOptions::defaults(e.system).validate().is_ok(),
+                "{}",
+                e.name
+            );
+        }
+        assert_eq!(System::from_name("nats"), None);
+    }
+
+    #[test]
+    fn a_section_is_read_for_its_system_only() {
+        let v = serde_json::json!({"readers": 3});
+        let o = SystemOptions::deserialize_for(System::Pgmq, v.clone()).unwrap();
+        assert!(matches!(&o, SystemOptions::Pgmq(p) if p.readers == 3));
+        assert!(!o.is_default());
+        let e = SystemOptions::deserialize_for(System::Kafka, v).unwrap_err();
+        assert!(e.to_string().contains("readers"), "{e}");
+    }
+
+    #[test]
+    fn the_control_broker_is_always_built() {
+        let b = SystemOptions::defaults(System::Mem).build(&BuildContext::default());
+        assert!(b.is_ok());
+        assert!(System::Mem.capabilities().in_process);
+        assert!(!System::Pgmq.capabilities().in_process);
+    }
+}

@@ -1,0 +1,55 @@
+//! How a cell ended, and the exit code each ending maps to (docs: README.md).
+
+/// How a cell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Correct, and the loader held its schedule.
+    Pass,
+    /// A correctness failure (loss, reorder, duplicate) or a broken accounting identity.
+    Fail,
+    /// The loader, not the system, was the limit: not a result of the system.
+    Void,
+    /// The system refused the cell's topology at setup; recorded, no figures.
+    Refused,
+}
+
+impl Outcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Void => "VOID",
+            Outcome::Refused => "REFUSED",
+        }
+    }
+
+    /// The worse of two outcomes (a ladder's exit): FAIL over REFUSED over VOID over
+    /// PASS.
+    pub fn worst(self, other: Outcome) -> Outcome {
+        let rank = |o: Outcome| match o {
+            Outcome::Pass => 0,
+            Outcome::Void => 1,
+            Outcome::Refused => 2,
+            Outcome::Fail => 3,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_ranks_fail_first() {
+        use Outcome::*;
+        assert_eq!(Pass.worst(Void), Void);
+        assert_eq!(Void.worst(Refused), Refused);
+        assert_eq!(Fail.worst(Refused), Fail);
+        assert_eq!(Pass.worst(Pass), Pass);
+    }
+}

@@ -1,0 +1,34 @@
+//! The system under test, as a cell gets it: the adapter the registry builds for the
+//! scenario's system, and the topology set up on it (or refused by it).
+
+use std::sync::Arc;
+
+use adapters::{Broker, BuildContext, BuildError};
+
+use crate::record::refused::Refusal;
+use crate::scenario::Scenario;
+
+/// Build the adapter of the scenario's system (bad options or a system this build
+/// lacks: exit 2 before anything is created).
+pub fn build(s: &Scenario, ctx: &BuildContext) -> Result<Arc<dyn Broker>, BuildError> {
+    s.options.build(ctx)
+}
+
+/// Build the topology on the system. A refusal of the topology is the cell's result,
+/// not an error: it comes back as `Ok(Err(refusal))`; any other failure is an error.
+pub async fn setup(
+    broker: &dyn Broker,
+    s: &Scenario,
+    topology: &adapters::Topology,
+) -> anyhow::Result<Result<adapters::Description, Refusal>> {
+    use anyhow::Context;
+    match broker.setup(topology).await {
+        Ok(d) => Ok(Ok(d)),
+        Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
+            Ok(Err(Refusal { what, answer }))
+        }
+        Err(e) => {
+            Err(anyhow::Error::new(e)).with_context(|| format!("setting up {}", s.system.name()))
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The exit codes of `crossbench`, in one place: what sets them, what `--help` and
+//! the README list.
+
+use crate::cell::Outcome;
+
+/// How `crossbench` exits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// PASS (or a command other than `run` succeeded).
+    Pass,
+    /// An internal error: the harness failed, not the system or the input.
+    Internal,
+    /// Bad input: the message names the field and the fix; nothing is written that
+    /// claims success.
+    BadInput,
+    /// FAIL: a correctness failure (loss, reorder, duplicate).
+    Fail,
+    /// VOID: the loader, not the system, was the limit.
+    Void,
+    /// REFUSED: the system refused the cell's topology at setup.
+    Refused,
+}
+
+impl Exit {
+    /// Every exit, in code order.
+    pub const ALL: [Exit; 6] = [
+        Exit::Pass,
+        Exit::Internal,
+        Exit::BadInput,
+        Exit::Fail,
+        Exit::Void,
+        Exit::Refused,
+    ];
+
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Pass => 0,
+            Exit::Internal => 1,
+            Exit::BadInput => 2,
+            Exit::Fail => 3,
+            Exit::Void => 4,
+            Exit::Refused => 5,
+        }
+    }
+
+    /// The name the README and `--help` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exit::Pass => "PASS",
+            Exit::Internal => "internal error",
+            Exit::BadInput => "bad input",
+            Exit::Fail => "FAIL",
+            Exit::Void => "VOID",
+            Exit::Refused => "REFUSED",
+        }
+    }
+
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Pass => "the cell passed (or the command succeeded)",
+            Exit::Internal => "the harness failed",
+            Exit::BadInput => "the message names the field and the fix; nothing is written",
+            Exit::Fail => "correctness: something was lost, reordered or duplicated",
+            Exit::Void => "the loader, not the system, was the limit (pacer skipped events, loader CPU above its cap, or schedule lag above its threshold)",
+            Exit::Refused => "the system refused the cell's topology at setup; result.json records its answer",
+        }
+    }
+
+    /// The exit of a cell's outcome.
+    pub fn of(outcome: Outcome) -> Exit {
+        match outcome {
+            Outcome::Pass => Exit::Pass,
+            Outcome::Fail => Exit::Fail,
+            Outcome::Void => Exit::Void,
+            Outcome::Refused => Exit::Refused,
+        }
+    }
+
+    /// The exit an error maps to: bad input for every error that names a bad
+    /// argument, field or file; internal otherwise.
+    pub fn of_error(e: &anyhow::Error) -> Exit {
+        let bad = e.downcast_ref::<crate::cli::BadInput>().is_some()
+            || e.downcast_ref::<crate::scenario::ScenarioError>().is_some()
+            || e.downcast_ref::<adapters::BuildError>().is_some()
+            || e.downcast_ref::<checker::CheckError>().is_some()
+            || e.downcast_ref::<report::ReportError>()
+                .is_some_and(report::ReportError::is_bad_input);
+        if bad {
+            Exit::BadInput
+        } else {
+            Exit::Internal
+        }
+    }
+
+    /// The list `--help` ends with.
+    pub fn help() -> String {
+        let mut s = String::from("Exit codes:\n");
+        for e in Exit::ALL {
+            s.push_str(&format!("  {}  {}: {}\n", e.code(), e.name(), e.meaning()));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_in_order() {
+        for (i, e) in Exit::ALL.iter().enumerate() {
+            assert_eq!(e.code() as usize, i, "{e:?}");
+        }
+        assert!(Exit::help().contains("5  REFUSED"));
+    }
+
+    #[test]
+    fn the_readme_lists_every_exit_code() {
+        let readme = include_str!("../../../README.md");
+        for e in Exit::ALL {
+            let entry = format!("**{}** {}", e.code(), e.name());
+            assert!(readme.contains(&entry), "README.md lacks `{entry}`");
+        }
+    }
+}

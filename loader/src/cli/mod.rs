@@ -1,0 +1,115 @@
+//! The command line: what each subcommand takes and does. `main.rs` only parses,
+//! dispatches here and maps the result to an exit code ([`exit::Exit`]).
+
+pub mod exit;
+pub mod lock;
+pub mod report;
+pub mod run;
+pub mod sample;
+pub mod verify;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use exit::Exit;
+
+/// Bad input: exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// Open-loop benchmark and correctness harness for message brokers.
+#[derive(Debug, Parser)]
+#[command(name = "crossbench", version, about, long_about = None, after_help = Exit::help())]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one cell from a scenario file and leave its record in a directory.
+    Run {
+        /// Scenario YAML (see docs/scenarios.md).
+        scenario: PathBuf,
+        /// Override a scenario field by its dotted path, e.g. --set rate=2000 --set drain.max=30s.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Cell directory to create (default: runs/<name>-<UTC time>). Must not exist or be empty.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// No per-second lines.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Pull samples from a remote `crossbench sample` at the end (http://host:port).
+        #[arg(long, value_name = "URL")]
+        sampler: Option<String>,
+    },
+    /// Serve 1 Hz resource samples of this machine over HTTP, for `run --sampler`.
+    Sample {
+        /// Address to listen on, e.g. 127.0.0.1:9464.
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: String,
+        /// Targets, `label=spec` or `spec` (proc:postgres, pid:123, cgroup:/path, container:id, postgres:dsn).
+        #[arg(long = "target", value_name = "TARGET")]
+        targets: Vec<String>,
+    },
+    /// Re-verify a cell directory offline (ours or the reference harness's).
+    Verify {
+        /// Cell or log directory.
+        dir: PathBuf,
+        /// Accept duplicates (at-least-once delivery declared acceptable).
+        #[arg(long)]
+        allow_duplicates: bool,
+        /// Topic prefix used by a reference-harness run.
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Write the verdict as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Cost-to-serve, ceiling and cardinality tables from cell records (docs/report.md).
+    Table(report::TableArgs),
+    /// A measured cell beside the published cell it reproduces (results/published/).
+    Compare(report::CompareArgs),
+    /// Latency CDF, latency vs rate and per-cell time series, PNG and SVG.
+    Plot(report::PlotArgs),
+    /// One self-contained HTML page with tables, plots, verdicts and links to the raw files.
+    Report(report::ReportArgs),
+}
+
+/// Run a parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Run {
+            scenario,
+            sets,
+            out,
+            quiet,
+            sampler,
+        } => {
+            let req = run::RunRequest {
+                scenario,
+                sets,
+                out,
+                quiet,
+                sampler,
+                timing: crate::pacing::pacer::Timing::Real,
+                argv: std::env::args().collect(),
+            };
+            Ok(run::execute(&req)?.exit)
+        }
+        Command::Sample { listen, targets } => sample::serve(&listen, &targets),
+        Command::Verify {
+            dir,
+            allow_duplicates,
+            prefix,
+            json,
+        } => verify::verify(&dir, allow_duplicates, prefix, json.as_deref()),
+        Command::Table(a) => report::table(a),
+        Command::Compare(a) => report::compare(a),
+        Command::Plot(a) => report::plot(a),
+        Command::Report(a) => report::report(a),
+    }
+}

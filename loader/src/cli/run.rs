@@ -1,0 +1,186 @@
+//! `crossbench run`: load and check the scenario, take the run lock, create the
+//! record's directory, and run the cell (or one cell per rate of a stream ladder,
+//! then `ladder.csv`). Also the in-process entry point tests use ([`execute`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::cell::{default_out, Outcome, RunOptions};
+use crate::cli::exit::Exit;
+use crate::cli::BadInput;
+use crate::pacing::pacer::Timing;
+use crate::scenario::{self, Loaded, WorkloadKind};
+
+/// One `run` request.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub scenario: PathBuf,
+    /// `--set key=value` overrides.
+    pub sets: Vec<String>,
+    /// The record's directory (`runs/<name>-<UTC time>` when absent).
+    pub out: Option<PathBuf>,
+    pub quiet: bool,
+    /// A remote `crossbench sample` endpoint.
+    pub sampler: Option<String>,
+    /// Real or virtual time (tests).
+    pub timing: Timing,
+    /// The command line recorded in `invocation.txt`.
+    pub argv: Vec<String>,
+}
+
+impl RunRequest {
+    /// A request for `scenario` with nothing else set (tests add what they need).
+    pub fn new(scenario: impl Into<PathBuf>) -> RunRequest {
+        RunRequest {
+            scenario: scenario.into(),
+            sets: Vec::new(),
+            out: None,
+            quiet: true,
+            sampler: None,
+            timing: Timing::Real,
+            argv: std::env::args().collect(),
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct RunDone {
+    /// The worst outcome of its cells.
+    pub exit: Exit,
+    /// Each cell's directory and summary, in the order they ran.
+    pub cells: Vec<(PathBuf, Outcome, String)>,
+    /// The directory given (or made up): the cell's, or the ladder's parent.
+    pub out: PathBuf,
+}
+
+/// Run a `run` request in-process: the same path as the command, summaries printed
+/// to stdout as each cell ends.
+pub fn execute(req: &RunRequest) -> anyhow::Result<RunDone> {
+    let loaded = scenario::load(&req.scenario, &req.sets)?;
+    // Fail on a system this build lacks, or on bad options, before creating anything.
+    let s = &loaded.scenario;
+    crate::cell::setup::build(s, &crate::workload::build_context(s))?;
+    let out = req.out.clone().unwrap_or_else(|| default_out(&s.name));
+    let _lock = crate::cli::lock::acquire(req.quiet)?;
+    prepare_out(&out)?;
+    let rt = runtime(s.threads, req.timing)?;
+    let done = rt.block_on(run_cells(&loaded, req, &out))?;
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    Ok(done)
+}
+
+fn runtime(threads: u64, timing: Timing) -> anyhow::Result<tokio::runtime::Runtime> {
+    let rt = match timing {
+        Timing::Real => {
+            let threads = match threads {
+                0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+                n => n as usize,
+            };
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+        }
+        Timing::Virtual => virtual_runtime(),
+    };
+    rt.context("starting the runtime")
+}
+
+#[cfg(any(test, feature = "virtual-time"))]
+fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+}
+
+#[cfg(not(any(test, feature = "virtual-time")))]
+fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    Err(std::io::Error::other(
+        "virtual time needs the `virtual-time` feature (tests only)",
+    ))
+}
+
+/// The cells of the scenario, one after the other, in one runtime; Ctrl-C ends the
+/// current cell's traffic early and skips the cells after it.
+async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Result<RunDone> {
+    let interrupt = CancellationToken::new();
+    {
+        let interrupt = interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.cancel();
+            }
+        });
+    }
+    let s = &loaded.scenario;
+    let ladder = s
+        .stream
+        .as_ref()
+        .map(|st| st.ladder.clone())
+        .unwrap_or_default();
+    let cells = match s.workload {
+        WorkloadKind::Stream => crate::workload::stream::ladder::cells(loaded, out)
+            .into_iter()
+            .map(|c| (c.loaded, c.out))
+            .collect(),
+        WorkloadKind::Pipeline => vec![(loaded.clone(), out.to_path_buf())],
+    };
+    let mut worst = Outcome::Pass;
+    let mut done = Vec::new();
+    for (cell, dir) in &cells {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        if dir != out {
+            prepare_out(dir)?;
+        }
+        let opts = RunOptions {
+            argv: req.argv.clone(),
+            scenario_path: req.scenario.clone(),
+            out: dir.clone(),
+            quiet: req.quiet,
+            sampler_url: req.sampler.clone(),
+            timing: req.timing,
+        };
+        let report = crate::workload::run_cell(cell, &opts, &ladder, &interrupt).await?;
+        print!("{}", report.summary);
+        worst = worst.worst(report.outcome);
+        done.push((report.dir, report.outcome, report.summary));
+    }
+    if !ladder.is_empty() {
+        let dirs: Vec<PathBuf> = done.iter().map(|d| d.0.clone()).collect();
+        let table = crate::workload::stream::ladder::ladder_table(&dirs)?;
+        std::fs::write(out.join("ladder.csv"), &table)
+            .with_context(|| format!("writing {}", out.join("ladder.csv").display()))?;
+        print!("\n=== LADDER {} ===\n{table}", out.display());
+    }
+    Ok(RunDone {
+        exit: Exit::of(worst),
+        cells: done,
+        out: out.to_path_buf(),
+    })
+}
+
+/// Create the record's directory; it must not exist or be empty (cells are never
+/// overwritten).
+pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
+    if out.exists() {
+        let non_empty = std::fs::read_dir(out)
+            .with_context(|| format!("reading {}", out.display()))?
+            .next()
+            .is_some();
+        if non_empty {
+            return Err(BadInput(format!(
+                "--out {} exists and is not empty; choose a new directory (cells are never overwritten)",
+                out.display()
+            ))
+            .into());
+        }
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    Ok(())
+}

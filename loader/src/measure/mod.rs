@@ -1,0 +1,8 @@
+//! What a cell measures with, the same for every workload: the cell's clock, the
+//! counters, the latency histograms and the rated window that decides what counts.
+
+pub mod clock;
+pub mod counters;
+pub mod histograms;
+pub mod phase;
+pub mod window;

@@ -1,0 +1,8 @@
+//! The open-loop machinery, the same for every workload: the schedule (when each
+//! slot is due), the pacer that releases slots on time without ever waiting for the
+//! system, the priority its thread asks for, and the publish-until-accepted loop.
+
+pub mod pacer;
+pub mod priority;
+pub mod retry;
+pub mod schedule;

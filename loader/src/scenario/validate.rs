@@ -1,0 +1,113 @@
+//! Every number of a scenario checked before anything starts; each error names the
+//! field and the fix.
+
+use std::time::Duration;
+
+use crate::scenario::sections::{split_target, WorkloadKind};
+use crate::scenario::{invalid, Scenario, ScenarioError};
+
+/// Check every number before anything starts.
+pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
+    if s.name.is_empty()
+        || !s
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(invalid(
+            "name",
+            "must be non-empty and use only letters, digits, '-', '_' and '.' (it names the cell directory)",
+        ));
+    }
+    match (s.workload, &s.stream) {
+        (WorkloadKind::Pipeline, Some(_)) => {
+            return Err(invalid(
+                "stream",
+                "the stream section only applies to workload: stream; remove it or set workload: stream",
+            ))
+        }
+        (WorkloadKind::Stream, None) => {
+            return Err(invalid(
+                "stream",
+                "workload: stream needs a `stream:` section (partitions, push, consume; see docs/scenarios.md)",
+            ))
+        }
+        (WorkloadKind::Stream, Some(st)) => {
+            if s.rate > 10_000_000 {
+                return Err(invalid("rate", "must be between 1 and 10000000 msg/s"));
+            }
+            st.validate(s.rate, s.system)?;
+        }
+        (WorkloadKind::Pipeline, None) => {
+            if s.rate == 0 || s.rate > 10_000_000 {
+                return Err(invalid("rate", "must be between 1 and 10000000 events/s"));
+            }
+            if s.properties == 0 || s.properties > 100_000_000 {
+                return Err(invalid("properties", "must be between 1 and 100000000"));
+            }
+        }
+    }
+    if s.duration.0.is_zero() || s.duration.0 > Duration::from_secs(7 * 86_400) {
+        return Err(invalid("duration", "must be > 0 and at most 7 days"));
+    }
+    if s.ramp > s.duration {
+        return Err(invalid(
+            "ramp",
+            "must not exceed duration (the ramp is part of the rated window)",
+        ));
+    }
+    if s.drain.max.0 > Duration::from_secs(3600) {
+        return Err(invalid("drain.max", "must be at most 1h"));
+    }
+    if s.batch == 0 || s.batch > 100_000 {
+        return Err(invalid("batch", "must be between 1 and 100000"));
+    }
+    if !(s.lane_headroom.is_finite() && s.lane_headroom > 0.0 && s.lane_headroom <= 100.0) {
+        return Err(invalid("lane_headroom", "must be in (0, 100]"));
+    }
+    if s.payload_b > 16 * 1024 * 1024 {
+        return Err(invalid("payload_b", "must be at most 16 MiB"));
+    }
+    if s.hot.props >= s.properties && s.hot.props > 0 && s.hot.factor >= 2 {
+        return Err(invalid(
+            "hot.props",
+            "must be smaller than properties (a cold cohort must exist)",
+        ));
+    }
+    if s.hot.props > 0 && s.hot.factor < 2 {
+        return Err(invalid(
+            "hot.factor",
+            "must be >= 2 when hot.props > 0 (1 means uniform)",
+        ));
+    }
+    if s.push_shards == 0 || s.push_shards > 4096 {
+        return Err(invalid("push_shards", "must be between 1 and 4096"));
+    }
+    if s.shard_queue == 0 || s.shard_queue > 1_000_000 {
+        return Err(invalid("shard_queue", "must be between 1 and 1000000"));
+    }
+    if !(s.void.loader_cpu_max > 0.0 && s.void.loader_cpu_max <= 1.0) {
+        return Err(invalid("void.loader_cpu_max", "must be in (0, 1]"));
+    }
+    if s.sample.interval.0 < Duration::from_millis(100)
+        || s.sample.interval.0 > Duration::from_secs(60)
+    {
+        return Err(invalid("sample.interval", "must be between 100ms and 60s"));
+    }
+    for (i, t) in s.sample.targets.iter().enumerate() {
+        let (_, spec) = split_target(t);
+        if let Err(e) = spec.parse::<sampler::TargetSpec>() {
+            return Err(invalid(&format!("sample.targets[{i}]"), e.to_string()));
+        }
+    }
+    if s.threads > 256 {
+        return Err(invalid("threads", "must be at most 256 (0 = one per core)"));
+    }
+    if s.prefix.chars().any(|c| c.is_whitespace() || c == '/') {
+        return Err(invalid("prefix", "must not contain whitespace or '/'"));
+    }
+    s.options
+        .validate()
+        .map_err(|e| invalid(&e.field, e.message))?;
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! The workloads crossbench drives through the cell lifecycle ([`crate::cell`]): the
+//! channel-manager [`pipeline`] and the [`stream`] workload, and the [`stamp`] every
+//! message of both carries.
+
+pub mod pipeline;
+pub mod stamp;
+pub mod stream;
+
+use adapters::BuildContext;
+use anyhow::Result;
+use tokio_util::sync::CancellationToken;
+
+use crate::cell::{CellReport, RunOptions};
+use crate::scenario::{Loaded, Scenario, WorkloadKind};
+
+/// How the scenario's workload drives the adapter (partitions per pop).
+pub fn build_context(s: &Scenario) -> BuildContext {
+    BuildContext {
+        pop_partitions: match s.workload {
+            WorkloadKind::Pipeline => 1,
+            WorkloadKind::Stream => s.stream.as_ref().map_or(1, |st| st.consume.pop_partitions),
+        },
+    }
+}
+
+/// Run one cell of the scenario's workload. `ladder` is the ladder a stream cell
+/// belongs to (for its record; empty otherwise).
+pub async fn run_cell(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    ladder: &[u64],
+    interrupt: &CancellationToken,
+) -> Result<CellReport> {
+    let s = &loaded.scenario;
+    match s.workload {
+        WorkloadKind::Pipeline => {
+            crate::cell::run(pipeline::Pipeline::new(s), loaded, opts, interrupt).await
+        }
+        WorkloadKind::Stream => {
+            crate::cell::run(stream::Stream::new(s, ladder)?, loaded, opts, interrupt).await
+        }
+    }
+}

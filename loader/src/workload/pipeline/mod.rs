@@ -1,0 +1,499 @@
+//! The channel-manager pipeline (SPEC.md §1–§6): two flows, three hops, twelve
+//! consumer streams, per-key ordering, simulated work in every stage.
+//!
+//! One concept per file: [`topology`] (the streams and flows), [`plan`] (rates, lane
+//! budgets, invariants), [`selector`] (which property an event belongs to),
+//! [`producer`] (a flow's emit closure and publisher shards), [`stage`] (the
+//! application every system serves), [`seqs`] (highest seq per property),
+//! [`metrics`] (its latencies), [`meta`] (`produced.meta`), [`progress`] (its live
+//! columns), [`figures`] (its part of `result.json`) and [`summary`].
+
+pub mod figures;
+pub mod meta;
+pub mod metrics;
+pub mod plan;
+pub mod producer;
+pub mod progress;
+pub mod selector;
+pub mod seqs;
+pub mod stage;
+pub mod summary;
+pub mod topology;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapters::{BatchHandler, BuildContext, StreamCounters, Topology};
+use anyhow::Context;
+use async_trait::async_trait;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::cell::drain::DrainEnd;
+use crate::cell::workload::{CellEnv, ConsumerSpec, Ending, Figures, Load, Traffic, Workload};
+use crate::console::progress::ProgressSource;
+use crate::measure::counters::FlowCounters;
+use crate::measure::phase::Phase;
+use crate::pacing::pacer::Paced;
+use crate::record::result::CellResult;
+use crate::record::stream_log::StreamLogs;
+use crate::scenario::Scenario;
+use crate::workload::stamp::rates_padding;
+
+use figures::{Latency, PipelineBody, Shape, Skew, StreamFigures, Throughput};
+use metrics::Metrics;
+use plan::Plan;
+use producer::{FlowSpec, ProducerEnv};
+use selector::Selector;
+use seqs::SeqTable;
+use stage::{Stage, StageEnv};
+use topology::{Flow, StreamDef};
+
+/// Ideal end-to-end work time at the median, per flow (A: 15 + 30 ms, B: 10 + 30 ms).
+const IDEAL_WORK_MS: [(Flow, f64); 2] = [(Flow::A, 45.0), (Flow::B, 40.0)];
+
+/// A pipeline cell.
+#[derive(Debug)]
+pub struct Pipeline {
+    s: Scenario,
+    plan: Plan,
+    defs: Vec<StreamDef>,
+    metrics: Arc<Metrics>,
+    flows: [Arc<FlowCounters>; 2],
+    seqs: [Arc<SeqTable>; 2],
+    skewed: Selector,
+    stages: Vec<Arc<Stage>>,
+    stream_counters: Vec<Arc<StreamCounters>>,
+}
+
+impl Pipeline {
+    pub fn new(s: &Scenario) -> Pipeline {
+        let plan = Plan::new(s);
+        let defs: Vec<StreamDef> = plan.stages.iter().map(|p| p.stream.clone()).collect();
+        Pipeline {
+            metrics: Arc::new(Metrics::new(&defs)),
+            flows: [
+                Arc::new(FlowCounters::default()),
+                Arc::new(FlowCounters::default()),
+            ],
+            seqs: [
+                Arc::new(SeqTable::new(s.properties)),
+                Arc::new(SeqTable::new(s.properties)),
+            ],
+            skewed: Selector::new(s.properties, s.hot.props, s.hot.factor),
+            stages: Vec::new(),
+            stream_counters: Vec::new(),
+            s: s.clone(),
+            plan,
+            defs,
+        }
+    }
+
+    fn processed_total(&self) -> u64 {
+        self.stages
+            .iter()
+            .map(|st| st.counters.processed.get())
+            .sum()
+    }
+
+    fn flow_specs(&self) -> [FlowSpec; 2] {
+        let s = &self.s;
+        let padding = Arc::new(rates_padding(s.payload_b as usize));
+        let spec = |flow: Flow, padding: Option<Arc<Vec<u8>>>| FlowSpec {
+            flow,
+            topic: self.defs[flow.index()].topic.clone(),
+            rate: self.plan.rate(flow) as f64,
+            ramp: s.ramp.secs_f64(),
+            props: s.properties,
+            hot_props: s.hot.props,
+            hot_factor: s.hot.factor,
+            shards: self.plan.shards,
+            shard_queue: s.shard_queue as usize,
+            padding,
+            first_seq: 1,
+        };
+        // Flow B's ingress carries the `rates` padding; flow A's is the stamp alone.
+        [spec(Flow::A, None), spec(Flow::B, Some(padding))]
+    }
+
+    fn producer_env(&self, env: &CellEnv, flow: Flow) -> ProducerEnv {
+        ProducerEnv {
+            broker: env.broker.clone(),
+            counters: self.flows[flow.index()].clone(),
+            seqs: self.seqs[flow.index()].clone(),
+            metrics: self.metrics.clone(),
+            window: env.window.clone(),
+            clock: env.clock,
+            abandon: env.abandon.clone(),
+        }
+    }
+
+    fn skew(&self) -> Option<Skew> {
+        let s = &self.s;
+        let m = &self.metrics;
+        self.skewed.is_skewed().then(|| {
+            let flow_rate = s.rate as f64 / 2.0;
+            let ceiling = s.batch as f64 * 1000.0 / 30.0;
+            let c = [
+                [m.e2e_cohort[0][0].summary(), m.e2e_cohort[0][1].summary()],
+                [m.e2e_cohort[1][0].summary(), m.e2e_cohort[1][1].summary()],
+            ];
+            let cold99 = c[0][0].p99_ms.max(c[1][0].p99_ms);
+            let hot99 = c[0][1].p99_ms.max(c[1][1].p99_ms);
+            let [[a_cold, a_hot], [b_cold, b_hot]] = c;
+            Skew {
+                hot_props: s.hot.props,
+                hot_factor: s.hot.factor,
+                hot_share_pct: self.skewed.hot_share_pct(),
+                hot_lane_offered_per_sec: self.skewed.hot_rate(flow_rate),
+                cold_lane_offered_per_sec: self.skewed.cold_rate(flow_rate),
+                lane_ceiling_per_sec: ceiling,
+                hot_saturated: self.skewed.hot_rate(flow_rate) > ceiling,
+                e2e_a_cold: a_cold,
+                e2e_a_hot: a_hot,
+                e2e_b_cold: b_cold,
+                e2e_b_hot: b_hot,
+                hot_over_cold_p99: if cold99 > 0.0 { hot99 / cold99 } else { 0.0 },
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl Workload for Pipeline {
+    type Body = PipelineBody;
+
+    fn kind(&self) -> &'static str {
+        "pipeline"
+    }
+
+    fn banner(&self) -> Vec<String> {
+        let s = &self.s;
+        let i = &self.plan.invariants;
+        vec![
+            format!(
+                "=== crossbench  system={}  R={} ev/s  P={}  duration={}  warmup={}  ramp={} ===",
+                s.system, s.rate, s.properties, s.duration, s.warmup, s.ramp
+            ),
+            format!(
+                "invariants: {} deliveries/s, {} ordered lanes, publishes/s native={} copied={}",
+                i.deliveries_per_sec,
+                i.ordered_lanes,
+                i.publishes_per_sec_native,
+                i.publishes_per_sec_copied
+            ),
+        ]
+    }
+
+    fn shape(&self) -> String {
+        format!("R={}  P={}", self.s.rate, self.s.properties)
+    }
+
+    fn build_context(&self) -> BuildContext {
+        crate::workload::build_context(&self.s)
+    }
+
+    fn topology(&self) -> Topology {
+        let s = &self.s;
+        topology::topology(
+            &self.defs,
+            s.properties,
+            self.plan.lanes,
+            s.durability,
+            s.dedup_window_sec,
+            !s.no_reset,
+        )
+    }
+
+    fn initial_phase(&self) -> Phase {
+        Phase::Hydrate
+    }
+
+    fn consumers(&self) -> Vec<ConsumerSpec> {
+        self.plan
+            .stages
+            .iter()
+            .map(|sp| ConsumerSpec {
+                topic: sp.stream.topic.clone(),
+                group: sp.stream.group.clone(),
+                batch: self.s.batch as usize,
+                lanes: sp.lane_budget as usize,
+            })
+            .collect()
+    }
+
+    fn attach(
+        &mut self,
+        env: &CellEnv,
+        logs: &StreamLogs,
+        counters: &[Arc<StreamCounters>],
+    ) -> Vec<Arc<dyn BatchHandler>> {
+        let stage_env = StageEnv {
+            broker: env.broker.clone(),
+            metrics: self.metrics.clone(),
+            window: env.window.clone(),
+            clock: env.clock,
+            cohorts: self.skewed.is_skewed().then_some(self.skewed.clone()),
+            stop: env.stop.clone(),
+            seed: self.s.seed,
+            properties: self.s.properties,
+        };
+        self.stages = self
+            .plan
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, sp)| {
+                Arc::new(Stage::new(
+                    i,
+                    sp.stream.clone(),
+                    sp.lane_budget,
+                    logs.log(i),
+                    &stage_env,
+                ))
+            })
+            .collect();
+        self.stream_counters = counters.to_vec();
+        self.stages
+            .iter()
+            .map(|st| st.clone() as Arc<dyn BatchHandler>)
+            .collect()
+    }
+
+    fn progress(&self) -> Box<dyn ProgressSource> {
+        Box::new(progress::PipelineProgress::new(
+            self.flows.clone(),
+            self.stages.iter().map(|st| st.counters.clone()).collect(),
+            self.stream_counters.clone(),
+            self.defs.clone(),
+            self.metrics.clone(),
+            self.plan.streams_per_flow(),
+        ))
+    }
+
+    /// Hydration: seq 0 of every property through the normal publish path, then wait
+    /// until it has flowed through every stream.
+    async fn prepare(
+        &self,
+        env: &CellEnv,
+        interrupt: &CancellationToken,
+        say: &(dyn Fn(String) + Sync),
+    ) -> anyhow::Result<f64> {
+        say(format!(
+            "started {} stages, lane budget {} (headroom {}x)",
+            self.stages.len(),
+            self.plan.lane_budget_total(),
+            self.s.lane_headroom
+        ));
+        let started = Instant::now();
+        if !self.s.hydrate {
+            return Ok(started.elapsed().as_secs_f64());
+        }
+        for (flow, spec) in Flow::ALL.into_iter().zip(self.flow_specs()) {
+            producer::hydrate(&spec, &self.producer_env(env, flow), 96)
+                .await
+                .with_context(|| format!("hydrating flow {}", flow.name()))?;
+        }
+        let want = self.defs.len() as u64 * self.s.properties;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.processed_total() < want
+            && Instant::now() < deadline
+            && !interrupt.is_cancelled()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        say(format!(
+            "hydration: {} properties x 2 flows in {:.1}s, drained={} ({}/{})",
+            self.s.properties,
+            started.elapsed().as_secs_f64(),
+            self.processed_total() >= want,
+            self.processed_total(),
+            want
+        ));
+        Ok(started.elapsed().as_secs_f64())
+    }
+
+    fn start_traffic(&self, env: &CellEnv, traffic: Traffic) -> Vec<Paced> {
+        Flow::ALL
+            .into_iter()
+            .zip(self.flow_specs())
+            .map(|(flow, spec)| {
+                producer::start(spec, self.producer_env(env, flow), traffic, env.timing)
+            })
+            .collect()
+    }
+
+    fn deliveries(&self) -> u64 {
+        self.processed_total()
+    }
+
+    /// Counts first (cheap), then the exact test: every stream has processed the
+    /// highest acknowledged seq of every property of its flow.
+    fn caught_up(&self) -> bool {
+        let expected = |flow: Flow| {
+            let f = &self.flows[flow.index()];
+            f.published.get() + f.hydration_published.get()
+        };
+        self.stages
+            .iter()
+            .all(|st| st.counters.processed.get() >= expected(st.def.flow))
+            && self.stages.iter().all(|st| {
+                let table = &self.seqs[st.def.flow.index()];
+                (0..self.s.properties).all(|p| st.max_seen.get(p) >= table.get(p))
+            })
+    }
+
+    fn produced_meta(&self, drain: DrainEnd, delivery: &str) -> String {
+        meta::Meta {
+            system: self.s.system.name(),
+            properties: self.s.properties,
+            rate: self.s.rate,
+            base: if self.s.hydrate { 0 } else { 1 },
+            drain: drain.name(),
+            delivery,
+            invariants: &self.plan.invariants,
+            streams: self
+                .defs
+                .iter()
+                .zip(&self.stream_counters)
+                .map(|(d, c)| meta::StreamHeader {
+                    name: d.name(),
+                    flow: d.flow.letter() as char,
+                    ack_errors: c.ack_errors.get(),
+                })
+                .collect(),
+            flows: Flow::ALL
+                .iter()
+                .map(|f| (f.letter() as char, &*self.seqs[f.index()]))
+                .collect(),
+        }
+        .render()
+    }
+
+    fn load(&self) -> Load {
+        Load {
+            shed_pacer: self.flows.iter().map(|f| f.shed_pacer.get()).sum(),
+            unit: "events",
+            schedule_lag: self.metrics.schedule_lag.summary(),
+            published_rated: self.flows.iter().map(|f| f.published_rated.get()).sum(),
+            deliveries_rated: self
+                .stages
+                .iter()
+                .map(|st| st.counters.processed_rated.get())
+                .sum(),
+            partitions: self.plan.lanes * self.topology().topics.len() as u64,
+        }
+    }
+
+    fn figures(&self, end: &Ending<'_>) -> anyhow::Result<Figures<PipelineBody>> {
+        let s = &self.s;
+        let plan = &self.plan;
+        let snaps: BTreeMap<String, _> = Flow::ALL
+            .iter()
+            .map(|f| (f.name().to_string(), self.flows[f.index()].snapshot()))
+            .collect();
+        let identity_holds = snaps.values().all(|f| f.identity_holds());
+        let rated_sec = end.rated_sec;
+        let offered_rated: u64 = snaps.values().map(|f| f.offered_rated).sum();
+        let published_rated: u64 = snaps.values().map(|f| f.published_rated).sum();
+        let deliveries_rated = self.load().deliveries_rated;
+        let all_delivered: u64 = self
+            .stages
+            .iter()
+            .map(|st| st.counters.delivered.get())
+            .sum();
+        let mut warnings = Vec::new();
+        let shed_bp: u64 = snaps.values().map(|f| f.shed_backpressure).sum();
+        if shed_bp > 0 {
+            warnings.push(format!(
+                "{shed_bp} events shed: publisher queues were full (the system did not absorb the offered rate through {} shards per flow)",
+                plan.shards
+            ));
+        }
+        let m = &self.metrics;
+        let streams = self
+            .stages
+            .iter()
+            .zip(end.stream_counters)
+            .zip(&plan.stages)
+            .map(|((st, sc), sp)| {
+                let c = &st.counters;
+                StreamFigures {
+                    stream: st.def.name(),
+                    flow: st.def.flow.name().to_string(),
+                    delivered: c.delivered.get(),
+                    processed: c.processed.get(),
+                    processed_rated: c.processed_rated.get(),
+                    derived: c.derived.get(),
+                    push_errors: c.push_errors.get(),
+                    aborted_batches: c.aborted.get(),
+                    decode_errors: c.decode_errors.get(),
+                    slow_decodes: c.slow_decodes.get(),
+                    acked: sc.acked.get(),
+                    ack_errors: sc.ack_errors.get(),
+                    refused: sc.refused.get(),
+                    redelivered: sc.redelivered.get(),
+                    receive_errors: sc.receive_errors.get(),
+                    reconnects: sc.reconnects.get(),
+                    lane_budget: sp.lane_budget,
+                    entry_age_ms: m.age[st.index].summary(),
+                    barrier_ms: m.barrier[st.index].summary(),
+                    push_ms: (!st.def.is_terminal()).then(|| m.push[st.index].summary()),
+                }
+            })
+            .collect();
+        let body = PipelineBody {
+            workload: Shape {
+                kind: self.kind().into(),
+                rate_events_per_sec: s.rate,
+                rate_a: plan.rate_a,
+                rate_b: plan.rate_b,
+                properties: s.properties,
+                lanes: plan.lanes,
+                batch: s.batch,
+                payload_b: s.payload_b,
+                lane_headroom: s.lane_headroom,
+                lane_budget_total: plan.lane_budget_total(),
+                shards_per_flow: plan.shards,
+                base_seq: if s.hydrate { 0 } else { 1 },
+                dedup_window_sec: s.dedup_window_sec,
+            },
+            invariants: plan.invariants.clone(),
+            provisioned: end.env.description.clone(),
+            flows: snaps,
+            identity_holds,
+            throughput: Throughput {
+                offered_per_sec: offered_rated as f64 / rated_sec,
+                published_per_sec: published_rated as f64 / rated_sec,
+                deliveries_per_sec: deliveries_rated as f64 / rated_sec,
+                served_fraction: deliveries_rated as f64
+                    / rated_sec
+                    / plan.invariants.deliveries_per_sec as f64,
+                reference_deliveries_per_sec: all_delivered as f64 / rated_sec,
+            },
+            latency_ms: Latency {
+                e2e_a: m.e2e[Flow::A.index()].summary(),
+                e2e_b: m.e2e[Flow::B.index()].summary(),
+                e2e_warmup: m.e2e_warmup.summary(),
+                schedule_lag: m.schedule_lag.summary(),
+                ingress_publish: m.publish.summary(),
+                ideal_work_ms: IDEAL_WORK_MS
+                    .iter()
+                    .map(|(f, ms)| (f.name().to_string(), *ms))
+                    .collect(),
+            },
+            skew: self.skew(),
+            streams,
+        };
+        Ok(Figures {
+            body,
+            identity_holds,
+            warnings,
+        })
+    }
+
+    fn summary(&self, result: &CellResult<PipelineBody>) -> String {
+        summary::middle(result)
+    }
+}

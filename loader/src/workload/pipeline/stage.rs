@@ -1,0 +1,261 @@
+//! A stage: the application every system serves, identical for all of them.
+//!
+//! For each key-batch: (1) concurrent simulated work, one task per message, bounded
+//! by the stage's lane budget, then a barrier; (2) the ordered commit: the derived
+//! publish for intermediate stages, one log line per message, end-to-end latency for
+//! terminal stages; then the adapter acks. A batch aborted by shutdown, or whose
+//! derived publish failed, is refused and comes back.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapters::{BatchHandler, Broker, Counter, Disposition, KeyBatch};
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::measure::clock::Clock;
+use crate::measure::window::RatedWindow;
+use crate::record::stream_log::StreamLog;
+use crate::workload::pipeline::metrics::Metrics;
+use crate::workload::pipeline::selector::Selector;
+use crate::workload::pipeline::seqs::SeqTable;
+use crate::workload::pipeline::topology::StreamDef;
+use crate::workload::stamp::Stamp;
+
+/// Per-stage counters.
+#[derive(Debug, Default)]
+pub struct StageCounters {
+    /// Messages handed to the stage (redeliveries included).
+    pub delivered: Counter,
+    /// Messages fully processed (logged) — acked or not.
+    pub processed: Counter,
+    /// Of `processed`, those whose stamp was scheduled inside the rated window.
+    pub processed_rated: Counter,
+    /// Derived messages re-published (intermediate stages).
+    pub derived: Counter,
+    /// Messages of batches whose derived publish failed (batch refused).
+    pub push_errors: Counter,
+    /// Batches aborted because the run was stopping.
+    pub aborted: Counter,
+    /// Payloads that were not stamps (acked, counted, never logged).
+    pub decode_errors: Counter,
+    /// Payloads that needed the slow JSON path.
+    pub slow_decodes: Counter,
+    /// Messages the system flagged as redelivered.
+    pub redelivered_flagged: Counter,
+}
+
+#[derive(Debug)]
+pub struct Stage {
+    pub index: usize,
+    pub def: StreamDef,
+    broker: Arc<dyn Broker>,
+    budget: Arc<Semaphore>,
+    log: StreamLog,
+    metrics: Arc<Metrics>,
+    pub counters: Arc<StageCounters>,
+    window: Arc<RatedWindow>,
+    clock: Clock,
+    cohorts: Option<Selector>,
+    stop: CancellationToken,
+    rng: AtomicU64,
+    /// Highest seq processed per property: the drain's exact "caught up" test
+    /// (counts alone are fooled by duplicates).
+    pub max_seen: Arc<SeqTable>,
+}
+
+/// Everything a stage needs besides its definition.
+#[derive(Debug, Clone)]
+pub struct StageEnv {
+    pub broker: Arc<dyn Broker>,
+    pub metrics: Arc<Metrics>,
+    pub window: Arc<RatedWindow>,
+    pub clock: Clock,
+    /// Set when the run is skewed: tells hot from cold properties.
+    pub cohorts: Option<Selector>,
+    /// Fires when stages must stop (in-flight work aborts and is refused).
+    pub stop: CancellationToken,
+    pub seed: u64,
+    /// Number of properties (sizes the per-property progress table).
+    pub properties: u64,
+}
+
+impl Stage {
+    pub fn new(
+        index: usize,
+        def: StreamDef,
+        lane_budget: u64,
+        log: StreamLog,
+        env: &StageEnv,
+    ) -> Self {
+        Stage {
+            index,
+            def,
+            broker: env.broker.clone(),
+            budget: Arc::new(Semaphore::new(lane_budget.max(1) as usize)),
+            log,
+            metrics: env.metrics.clone(),
+            counters: Arc::new(StageCounters::default()),
+            window: env.window.clone(),
+            clock: env.clock,
+            cohorts: env.cohorts.clone(),
+            stop: env.stop.clone(),
+            rng: AtomicU64::new(env.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            max_seen: Arc::new(SeqTable::new(env.properties)),
+        }
+    }
+
+    /// One work duration, uniform integer ms in [min, max].
+    fn draw_work(&self) -> Duration {
+        let span = self.def.work_max_ms - self.def.work_min_ms;
+        let ms = if span == 0 {
+            self.def.work_min_ms
+        } else {
+            // SplitMix64 step on a shared counter: cheap and deterministic per run.
+            let mut z = self
+                .rng
+                .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+                .wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            self.def.work_min_ms + z % (span + 1)
+        };
+        Duration::from_millis(ms)
+    }
+
+    async fn work_one(&self) -> bool {
+        let d = self.draw_work();
+        tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => false,
+            permit = self.budget.acquire() => {
+                let Ok(_permit) = permit else { return false };
+                tokio::select! {
+                    biased;
+                    _ = self.stop.cancelled() => false,
+                    _ = tokio::time::sleep(d) => true,
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl BatchHandler for Stage {
+    async fn handle(&self, batch: KeyBatch) -> Disposition {
+        let n = batch.messages.len() as u64;
+        if n == 0 {
+            return Disposition::Ack;
+        }
+        self.counters.delivered.add(n);
+        let arrived = self.clock.now_us();
+        let mut stamps: Vec<Stamp> = Vec::with_capacity(batch.messages.len());
+        let mut redelivered = 0;
+        for m in &batch.messages {
+            match Stamp::decode(&m.payload) {
+                Ok((s, slow)) => {
+                    if slow {
+                        self.counters.slow_decodes.inc();
+                    }
+                    stamps.push(s);
+                }
+                Err(_) => {
+                    // Not ours: count it and log nothing for it. Acking would hide a
+                    // foreign message; refusing would loop forever. We ack and count.
+                    self.counters.decode_errors.inc();
+                }
+            }
+            if m.redelivered {
+                redelivered += 1;
+            }
+        }
+        if redelivered > 0 {
+            self.counters.redelivered_flagged.add(redelivered);
+        }
+        let age = &self.metrics.age[self.index];
+        for s in &stamps {
+            if self.window.is_rated(s.ts) {
+                age.record(arrived - s.ts);
+            }
+        }
+
+        // Phase 1: concurrent work, bounded by the stage's lane budget, then a barrier.
+        let t0 = Instant::now();
+        let ok = if stamps.len() == 1 {
+            self.work_one().await
+        } else {
+            let all = futures::future::join_all(stamps.iter().map(|_| self.work_one())).await;
+            all.into_iter().all(|x| x)
+        };
+        if !ok {
+            self.counters.aborted.inc();
+            return Disposition::Refuse;
+        }
+        self.metrics.barrier[self.index].record(t0.elapsed().as_micros() as i64);
+
+        // Phase 2: the ordered commit.
+        if let Some(out) = &self.def.out_topic {
+            let payloads: Vec<Bytes> = stamps
+                .iter()
+                .map(|s| {
+                    Bytes::from(
+                        Stamp {
+                            prop: s.prop,
+                            flow: s.flow,
+                            seq: s.seq,
+                            ts: s.ts,
+                        }
+                        .encode(None),
+                    )
+                })
+                .collect();
+            let t1 = Instant::now();
+            if let Err(_e) = self.broker.publish(out, &batch.key, &payloads).await {
+                self.counters.push_errors.add(n);
+                return Disposition::Refuse;
+            }
+            self.metrics.push[self.index].record(t1.elapsed().as_micros() as i64);
+            self.counters.derived.add(payloads.len() as u64);
+        }
+        let now = self.clock.now_us();
+        if self
+            .log
+            .append(stamps.iter().map(|s| (s.prop, s.seq)))
+            .await
+            .is_err()
+        {
+            // The log is closed: the run is over; do not ack what was not recorded.
+            self.counters.aborted.inc();
+            return Disposition::Refuse;
+        }
+        for st in &stamps {
+            self.max_seen.ack(st.prop, st.seq);
+        }
+        let mut rated = 0;
+        if self.def.is_terminal() {
+            for s in &stamps {
+                let lat = now - s.ts;
+                if self.window.is_rated(s.ts) {
+                    rated += 1;
+                    let f = self.def.flow.index();
+                    self.metrics.e2e[f].record(lat);
+                    if let Some(c) = &self.cohorts {
+                        self.metrics.e2e_cohort[f][usize::from(c.is_hot(s.prop))].record(lat);
+                    }
+                } else if s.ts < self.window.start_us() {
+                    self.metrics.e2e_warmup.record(lat);
+                }
+            }
+        } else {
+            rated = stamps.iter().filter(|s| self.window.is_rated(s.ts)).count() as u64;
+        }
+        self.counters.processed.add(stamps.len() as u64);
+        self.counters.processed_rated.add(rated);
+        Disposition::Ack
+    }
+}
