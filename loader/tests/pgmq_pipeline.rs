@@ -5,7 +5,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{absent, assert_clean_pass, reachable, result, run_passing, stream_sum};
@@ -68,19 +68,16 @@ fn pgmq_pipeline_survives_backend_termination() {
     }
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("cell");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crossbench"))
-        .args(["run", SMOKE, "--out"])
-        .arg(&dir)
-        .args([
-            "-q",
-            "--set",
-            "duration=15s",
-            "--set",
-            "name=pgmq-terminate",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("crossbench starts");
+    let cell = {
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            support::run_into(
+                Path::new(SMOKE),
+                &["duration=15s", "name=pgmq-terminate"],
+                &dir,
+            )
+        })
+    };
     // Wait until this run is in its rated window (it may first wait for the machine's
     // run lock while another cell runs), then kill its backends twice, 4 s apart.
     let wait_rated = Instant::now() + Duration::from_secs(240);
@@ -110,24 +107,14 @@ fn pgmq_pipeline_survives_backend_termination() {
         .unwrap_or(0);
     }
     let deadline = Instant::now() + Duration::from_secs(180);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("crossbench did not finish in time");
-        }
+    while !cell.is_finished() {
+        assert!(Instant::now() < deadline, "the cell did not finish in time");
         std::thread::sleep(Duration::from_millis(200));
-    };
+    }
+    let (code, _) = cell.join().unwrap();
     assert!(killed > 0, "no crossbench backends were found to terminate");
     let r = result(&dir);
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "exit code; verdict: {}",
-        r["verdict"]
-    );
+    assert_eq!(code, 0, "exit code; verdict: {}", r["verdict"]);
     assert_clean_pass(&r);
     // The pool may notice a killed idle connection at checkout and replace it without
     // any call failing; a killed busy one fails its call, which is counted and retried.

@@ -9,7 +9,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{reachable, result, run_passing, serial, summary};
@@ -25,16 +25,6 @@ fn rabbit_available() -> bool {
         "RabbitMQ",
         "scripts/provision/rabbitmq.sh",
     )
-}
-
-fn command(out: &Path, sets: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    c.args(["run", SCENARIO]);
-    for s in sets {
-        c.args(["--set", s]);
-    }
-    c.arg("--out").arg(out).arg("-q");
-    c
 }
 
 fn run_cell(idiom: &str, queue_type: &str) {
@@ -101,10 +91,16 @@ fn rabbit_pipeline_survives_server_closing_connections() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cell");
-    let mut child = command(&out, &["accept=at-least-once", "duration=15s"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("run crossbench");
+    let cell = {
+        let out = out.clone();
+        std::thread::spawn(move || {
+            support::run_into(
+                Path::new(SCENARIO),
+                &["accept=at-least-once", "duration=15s"],
+                &out,
+            )
+        })
+    };
     // Close every connection from the server side 3 s into the rated window (the
     // run may first wait for the machine's run lock; report.csv is flushed live).
     let started = Instant::now();
@@ -112,7 +108,7 @@ fn rabbit_pipeline_survives_server_closing_connections() {
     let mut rated_at: Option<Instant> = None;
     while started.elapsed() < Duration::from_secs(240) {
         std::thread::sleep(Duration::from_millis(200));
-        if child.try_wait().unwrap().is_some() {
+        if cell.is_finished() {
             break;
         }
         if rated_at.is_none() {
@@ -130,13 +126,13 @@ fn rabbit_pipeline_survives_server_closing_connections() {
             closed = true;
         }
     }
-    let status = child.wait().unwrap();
+    let (code, _) = cell.join().unwrap();
     assert!(
         closed,
         "the run ended before the connections could be closed"
     );
     let r = result(&out);
-    assert_eq!(status.code(), Some(0), "{}", summary(&r));
+    assert_eq!(code, 0, "{}", summary(&r));
     assert_eq!(r["outcome"], "PASS", "{}", summary(&r));
     let reconnects: u64 = r["streams"]
         .as_array()

@@ -26,22 +26,12 @@ fn available(what: &str, addr: &str, provision: &str) -> bool {
 /// (a VOID or FAIL cell must render too); the record must exist.
 fn run_cell(out: &Path, name: &str, scenario: &str, sets: &[&str]) -> PathBuf {
     let dir = out.join(name);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    c.arg("run").arg(Path::new(SCENARIOS).join(scenario));
-    for s in sets {
-        c.args(["--set", s]);
-    }
-    let status = c
-        .args(["--set", &format!("name={name}")])
-        .arg("--out")
-        .arg(&dir)
-        .arg("-q")
-        .stdout(Stdio::null())
-        .status()
-        .expect("crossbench runs");
+    let name_set = format!("name={name}");
+    let all: Vec<&str> = sets.iter().copied().chain([name_set.as_str()]).collect();
+    let (code, text) = support::run_into(&Path::new(SCENARIOS).join(scenario), &all, &dir);
     assert!(
-        matches!(status.code(), Some(0 | 3 | 4)),
-        "{name}: exit {status:?} (0 PASS, 3 FAIL, 4 VOID expected)"
+        matches!(code, 0 | 3 | 4),
+        "{name}: exit {code} (0 PASS, 3 FAIL, 4 VOID expected)\n{text}"
     );
     assert!(dir.join("result.json").is_file(), "{name}: no result.json");
     dir

@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::Value;
 use support::{reachable, serial};
@@ -19,12 +19,8 @@ const SMOKE: &str = concat!(
 );
 
 fn run(sets: &[&str]) -> (i32, Value, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    c.args(["run", SMOKE]);
     // A small space the window covers in 2.5 s; 1000 msg/s in pushes of 10.
-    for s in [
+    let all: Vec<&str> = [
         "rate=1000",
         "duration=4s",
         "warmup=1s",
@@ -35,23 +31,12 @@ fn run(sets: &[&str]) -> (i32, Value, String) {
     ]
     .iter()
     .chain(sets)
-    {
-        c.args(["--set", s]);
-    }
-    c.arg("--out").arg(&out).arg("-q");
-    let o = c.output().expect("crossbench runs");
-    let text = std::fs::read_to_string(out.join("result.json")).unwrap_or_else(|e| {
-        panic!(
-            "no result.json ({e})\n{}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    });
-    (
-        o.status.code().unwrap_or(-1),
-        serde_json::from_str(&text).unwrap(),
-        String::from_utf8_lossy(&o.stdout).to_string(),
-    )
+    .copied()
+    .collect();
+    let (code, out, tmp) = support::run_raw(Path::new(SMOKE), &all);
+    let text = std::fs::read_to_string(tmp.path().join("cell/result.json"))
+        .unwrap_or_else(|e| panic!("no result.json ({e})\n{out}"));
+    (code, serde_json::from_str(&text).unwrap(), out)
 }
 
 fn assert_clean(code: i32, r: &Value, out: &str, system: &str) {

@@ -1,6 +1,7 @@
-//! What the loader's end-to-end tests share: where the scenarios are, finding a
-//! server (skip when run by hand, fail under `CI`, which the test command sets after
-//! provisioning), and reading a cell's `result.json`.
+//! What the loader's end-to-end tests share: where the scenarios are, running a
+//! cell in this process (the binary only where a process is what is under test),
+//! finding a server (skip when run by hand, fail under `CI`, which the test command
+//! sets after provisioning), and reading a cell's `result.json`.
 #![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
@@ -57,23 +58,47 @@ pub fn stream_sum(r: &Value, field: &str) -> u64 {
         .sum()
 }
 
-/// `crossbench run <scn> --out <tmp>/cell -q --set …`: (exit code, stdout and
-/// stderr, the temporary directory that holds `cell`).
+/// `crossbench run <scn> --out <dir> -q --set …`, in this process (the same path as
+/// the command, `loader::cli::run::execute`): (exit code, the summaries or the
+/// error, as the command would print them).
+pub fn run_into(scn: &Path, sets: &[&str], out: &Path) -> (i32, String) {
+    use loader::cli::exit::Exit;
+    use loader::cli::run::{execute, RunRequest};
+    let mut req = RunRequest::new(scn);
+    req.sets = sets.iter().map(|s| s.to_string()).collect();
+    req.out = Some(out.to_path_buf());
+    req.argv = ["crossbench", "run", &scn.display().to_string(), "-q"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(
+            sets.iter()
+                .flat_map(|s| ["--set".to_string(), s.to_string()]),
+        )
+        .collect();
+    match execute(&req) {
+        Ok(done) => (
+            i32::from(done.exit.code()),
+            done.cells.iter().map(|c| c.2.as_str()).collect(),
+        ),
+        Err(e) => (
+            i32::from(Exit::of_error(&e).code()),
+            format!("error: {e:#}"),
+        ),
+    }
+}
+
+/// [`run_into`] a fresh temporary directory: (exit code, output, the temporary
+/// directory that holds `cell`).
 pub fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    cmd.arg("run").arg(scn).arg("--out").arg(&out).arg("-q");
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let o = cmd.output().expect("run crossbench");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code().unwrap_or(-1), text, tmp)
+    let (code, text) = run_into(scn, sets, &tmp.path().join("cell"));
+    (code, text, tmp)
+}
+
+/// The `crossbench` binary itself, for tests of what only a process shows: its exit
+/// code from `main`, its console, signals.
+pub fn binary() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_crossbench"))
 }
 
 /// The cell PASSed with no gap, order violation, duplicate or lost tail.
