@@ -9,13 +9,8 @@ pub mod broker;
 pub mod counter;
 pub mod duration_text;
 pub mod error;
-pub mod kafka;
 pub mod lanes;
-pub mod mem;
 pub mod options;
-pub mod pgmq;
-pub mod queen;
-pub mod rabbitmq;
 pub mod redact;
 pub mod registry;
 
@@ -27,3 +22,5 @@ pub use counter::Counter;
 pub use error::{BrokerError, ErrorClass};
 pub use options::{OptionsError, Section};
 pub use registry::{BuildContext, BuildError, Capabilities, System, SystemOptions};
+// Each system's folder (`adapters::pgmq`, …), declared in the registry.
+pub use registry::systems::*;

@@ -7,13 +7,30 @@
 //! the workloads and the report ask this module; none of them names a system.
 //!
 //! Adding a system: a folder `adapters/src/<system>/` with its options (a
-//! [`crate::options::Section`]) and its [`Broker`], one variant in [`System`] and
-//! [`SystemOptions`], one entry in [`ENTRIES`], one arm in [`SystemOptions::build`],
-//! and a cargo feature (adapters/README.md has the whole recipe).
+//! [`crate::options::Section`]) and its [`Broker`], declared in [`systems`]; one
+//! variant in [`System`] and [`SystemOptions`], one entry in [`ENTRIES`], one arm in
+//! [`SystemOptions::build`], and a cargo feature (adapters/README.md has the whole
+//! recipe).
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
+
+/// Each system's folder, `adapters/src/<system>/`; the crate's root re-exports them
+/// (`adapters::pgmq`, …).
+#[path = "."]
+pub mod systems {
+    #[path = "kafka/mod.rs"]
+    pub mod kafka;
+    #[path = "mem/mod.rs"]
+    pub mod mem;
+    #[path = "pgmq/mod.rs"]
+    pub mod pgmq;
+    #[path = "queen/mod.rs"]
+    pub mod queen;
+    #[path = "rabbitmq/mod.rs"]
+    pub mod rabbitmq;
+}
 
 use crate::broker::Broker;
 use crate::error::BrokerError;

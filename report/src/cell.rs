@@ -290,13 +290,20 @@ impl CellRecord {
         }
     }
 
+    /// Whether the system ran inside the crossbench process (the control broker):
+    /// its CPU and memory are the loader's.
+    pub fn in_process(&self) -> bool {
+        adapters::System::from_name(&self.result.system)
+            .is_some_and(|s| s.capabilities().in_process)
+    }
+
     /// Mean cores of the system under test over the rated window. For the
     /// in-process control broker the system is the crossbench process itself.
     pub fn system_cores(&self) -> Option<f64> {
         let cost = self.result.cost.as_ref();
         match cost.and_then(|c| c.system_cores_mean) {
             Some(c) => Some(c),
-            None if self.result.system == "mem" => cost
+            None if self.in_process() => cost
                 .and_then(|c| c.loader_cores_mean)
                 .or(Some(self.result.loader.cpu_cores_mean)),
             None => None,
@@ -313,7 +320,7 @@ impl CellRecord {
             .and_then(|c| c.system_memory_peak_bytes)
         {
             Some(b) => Some(b),
-            None if self.result.system == "mem" => Some(self.result.loader.peak_rss_bytes as f64),
+            None if self.in_process() => Some(self.result.loader.peak_rss_bytes as f64),
             None => None,
         }
     }

@@ -57,8 +57,8 @@ pub fn compare(p: &PublishedCell, c: &CellRecord) -> Comparison {
     } else {
         t.notes.push("latency: flow A, as the reference's tables; deliveries/s and served %: all deliveries ÷ rated seconds, the reference's way (warm-up and drain included, hence above 100 % when the warm-up is long against the rated window).".into());
     }
-    if r.system == "pgmq" {
-        t.notes.push("RAM here: RSS summed over PostgreSQL's processes, which counts shared buffers once per backend and overstates; the published figure is the container's memory.current.".into());
+    if let Some(note) = adapters::System::from_name(&r.system).and_then(|s| s.entry().memory_note) {
+        t.notes.push(note.into());
     }
     let shed = Some(c.shed() as f64);
     let e2e = c.headline_e2e();

@@ -11,8 +11,18 @@ use crate::error::ReportError;
 
 pub const PUBLISHED_SCHEMA_VERSION: u32 = 1;
 
-/// Systems a published cell may name.
-pub const SYSTEMS: &[&str] = &["queen", "pgmq", "rabbitmq", "kafka", "redpanda", "pulsar"];
+/// Systems the published pages measured that crossbench has no adapter for.
+pub const PUBLISHED_ONLY_SYSTEMS: &[&str] = &["redpanda", "pulsar"];
+
+/// Systems a published cell may name: crossbench's (the adapters' registry, the
+/// control broker aside) and the published-only ones.
+pub fn systems() -> Vec<&'static str> {
+    adapters::System::all()
+        .filter(|s| !s.capabilities().in_process)
+        .map(|s| s.name())
+        .chain(PUBLISHED_ONLY_SYSTEMS.iter().copied())
+        .collect()
+}
 /// Durability tiers: those of docs/record.md plus `unknown` for pages that do not say.
 pub const TIERS: &[&str] = &["default", "fsync", "memory", "unknown"];
 /// Verdicts: the cell's correctness verdict, `NONE` when no result was produced
@@ -258,7 +268,7 @@ pub fn validate(path: &Path, c: &PublishedCell) -> Result<(), ReportError> {
             format!("`{}` must equal the file name without .yaml", c.id),
         ));
     }
-    one_of(path, "system", &c.system, SYSTEMS)?;
+    one_of(path, "system", &c.system, &systems())?;
     one_of(path, "shape.durability", &c.shape.durability, TIERS)?;
     one_of(path, "shape.workload", &c.shape.workload, WORKLOADS)?;
     one_of(path, "figures.verdict", &c.figures.verdict, VERDICTS)?;

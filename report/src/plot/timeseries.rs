@@ -58,7 +58,7 @@ pub fn plot(c: &CellRecord, base: &Path) -> Result<Picture, ReportError> {
             .filter_map(|k| f(k).map(|v| (x(k.unix_ms), v)))
             .collect()
     };
-    let is_mem = c.result.system == "mem";
+    let is_mem = c.in_process();
     let mut cpu = vec![line("loader cores", t(|k| k.loader_cores))];
     if !is_mem {
         cpu.insert(0, line("system cores", t(|k| k.system_cores)));
