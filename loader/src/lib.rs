@@ -3,6 +3,7 @@
 //!
 //! The arrows run one way, from the top of this list down:
 //! - [`cli`]: the subcommands and exit codes;
+//! - [`campaign`]: matrices of repeated cells, interleaved, and the ceiling search;
 //! - [`workload`]: the channel-manager pipeline and the stream workload;
 //! - [`cell`]: the life of one cell, the same for every workload;
 //! - [`console`]: the live progress and the final summary;
@@ -15,6 +16,7 @@
 //! Nothing in `cell`, `pacing` or `measure` names a workload, and no module names a
 //! system: systems are the adapters' registry's business.
 
+pub mod campaign;
 pub mod cell;
 pub mod cli;
 pub mod console;

@@ -136,6 +136,8 @@ pub struct Throughput {
     pub deliveries_per_sec: f64,
     pub served_fraction: f64,
     pub reference_deliveries_per_sec: f64,
+    /// Pipeline cells since 2026-12: deliveries made while the rated window ran.
+    pub window_served_fraction: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -345,12 +347,18 @@ impl CellRecord {
         self.result.flows.values().map(|f| f.shed + f.failed).sum()
     }
 
-    /// The worse of the two flows' end-to-end percentile (`q` = 50, 95, 99).
+    /// The share of the demand served while the rated window ran: a pipeline cell's
+    /// `window_served_fraction` (older records: its `served_fraction`), a stream
+    /// cell's `served_fraction` (consumed in the window ÷ offered).
+    pub fn served_in_window(&self) -> f64 {
+        let t = &self.result.throughput;
+        t.window_served_fraction.unwrap_or(t.served_fraction)
+    }
+
+    /// The worse of the two flows' end-to-end percentile (`q` = 50, 95, 99); a
+    /// stream cell's end-to-end percentile over every delivery.
     pub fn e2e(&self, q: u32) -> Option<f64> {
         let l = &self.result.latency_ms;
-        if l.e2e_a.count + l.e2e_b.count == 0 {
-            return None;
-        }
         let pick = |s: &Summary| match q {
             50 => s.p50_ms,
             90 => s.p90_ms,
@@ -358,6 +366,12 @@ impl CellRecord {
             99 => s.p99_ms,
             _ => s.p999_ms,
         };
+        if self.is_stream() {
+            return (l.e2e.count > 0).then(|| pick(&l.e2e));
+        }
+        if l.e2e_a.count + l.e2e_b.count == 0 {
+            return None;
+        }
         Some(pick(&l.e2e_a).max(pick(&l.e2e_b)))
     }
 

@@ -5,6 +5,7 @@
 //! Formats: docs/report.md (what each output contains and its version marker) and
 //! results/published/README.md (the published-cell files).
 
+pub mod campaign;
 pub mod cardinality;
 pub mod ceiling;
 pub mod cell;
@@ -22,6 +23,7 @@ pub mod plot;
 pub mod published;
 pub mod reproducing;
 pub mod samples;
+pub mod stats;
 pub mod table;
 
 pub use cell::CellRecord;

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -121,11 +122,51 @@ pub struct MemBroker {
     options: MemOptions,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     stats: Arc<MemStats>,
+    limiter: Option<Arc<Limiter>>,
+}
+
+/// A token bucket over every stream's deliveries (`max_deliveries_per_sec`): a
+/// broker with a known capacity. Burst: a tenth of a second's worth.
+#[derive(Debug)]
+struct Limiter {
+    rate: f64,
+    state: tokio::sync::Mutex<(tokio::time::Instant, f64)>,
+}
+
+impl Limiter {
+    fn new(rate: u64) -> Limiter {
+        Limiter {
+            rate: rate as f64,
+            state: tokio::sync::Mutex::new((tokio::time::Instant::now(), rate as f64 / 10.0)),
+        }
+    }
+
+    /// Wait until `n` deliveries may go out.
+    async fn take(&self, n: u64) {
+        let n = n as f64;
+        let burst = (self.rate / 10.0).max(n);
+        let mut st = self.state.lock().await;
+        loop {
+            let now = tokio::time::Instant::now();
+            let (last, tokens) = *st;
+            let tokens = (tokens + now.duration_since(last).as_secs_f64() * self.rate).min(burst);
+            if tokens >= n {
+                *st = (now, tokens - n);
+                return;
+            }
+            *st = (now, tokens);
+            // At least a millisecond: a deficit of a rounding error must not spin.
+            let wait = ((n - tokens) / self.rate).max(0.001);
+            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+        }
+    }
 }
 
 impl MemBroker {
     pub fn new(options: MemOptions) -> Self {
         MemBroker {
+            limiter: (options.max_deliveries_per_sec > 0)
+                .then(|| Arc::new(Limiter::new(options.max_deliveries_per_sec))),
             options,
             ..Default::default()
         }
@@ -397,6 +438,9 @@ impl Broker for MemBroker {
             };
             let Some((key, msgs)) = claimed else { break };
             let n = msgs.len() as u64;
+            if let Some(l) = &self.limiter {
+                l.take(n).await;
+            }
             self.stats.delivered.fetch_add(n, Ordering::Relaxed);
             let redelivered = msgs.iter().filter(|m| m.redelivered).count() as u64;
             if redelivered > 0 {
@@ -487,7 +531,6 @@ impl Broker for MemBroker {
 mod tests {
     use super::*;
     use crate::broker::TopicSpec;
-    use std::time::Duration;
 
     struct AckAll;
 

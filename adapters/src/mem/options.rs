@@ -44,10 +44,20 @@ pub struct MemOptions {
     /// the way a broker refuses a partition count above its limit. Exercises the
     /// loader's REFUSED record.
     pub max_lanes: u64,
+    /// Hand out at most this many messages per second, all streams together (0 = no
+    /// cap): a broker with a known capacity, for tests of the ceiling search.
+    pub max_deliveries_per_sec: u64,
 }
 
 impl Section for MemOptions {
     fn validate(&self) -> Result<(), OptionsError> {
+        if self.max_deliveries_per_sec > 100_000_000 {
+            return Err(OptionsError::new(
+                "mem",
+                "max_deliveries_per_sec",
+                "must be at most 100000000 (0 = no cap)",
+            ));
+        }
         if self.publish_delay > Duration::from_secs(60) {
             return Err(OptionsError::new(
                 "mem",

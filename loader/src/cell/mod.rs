@@ -254,6 +254,7 @@ pub async fn run<W: Workload>(
         verdict: &verdict,
         rated_sec,
         wall_rated_sec: edges.wall_sec,
+        deliveries_in_window,
         stream_counters: &counters,
     })?;
     let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, deliveries_in_window);

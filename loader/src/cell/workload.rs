@@ -95,6 +95,9 @@ pub struct Ending<'a> {
     /// when stopped early), and its wall time as it ran.
     pub rated_sec: f64,
     pub wall_rated_sec: f64,
+    /// Deliveries made while the rated window ran (`Workload::deliveries` at its
+    /// end minus at its start).
+    pub deliveries_in_window: u64,
     /// Each consumer stream's adapter counters, in the order of `consumers()`.
     pub stream_counters: &'a [Arc<StreamCounters>],
 }

@@ -19,17 +19,20 @@ pub enum Exit {
     Void,
     /// REFUSED: the system refused the cell's topology at setup.
     Refused,
+    /// Stopped by Ctrl-C (SIGINT) before it ended; what ran is recorded.
+    Interrupted,
 }
 
 impl Exit {
     /// Every exit, in code order.
-    pub const ALL: [Exit; 6] = [
+    pub const ALL: [Exit; 7] = [
         Exit::Pass,
         Exit::Internal,
         Exit::BadInput,
         Exit::Fail,
         Exit::Void,
         Exit::Refused,
+        Exit::Interrupted,
     ];
 
     pub fn code(self) -> u8 {
@@ -40,6 +43,7 @@ impl Exit {
             Exit::Fail => 3,
             Exit::Void => 4,
             Exit::Refused => 5,
+            Exit::Interrupted => 130,
         }
     }
 
@@ -52,6 +56,7 @@ impl Exit {
             Exit::Fail => "FAIL",
             Exit::Void => "VOID",
             Exit::Refused => "REFUSED",
+            Exit::Interrupted => "interrupted",
         }
     }
 
@@ -63,6 +68,7 @@ impl Exit {
             Exit::Fail => "correctness: something was lost, reordered or duplicated",
             Exit::Void => "the loader, not the system, was the limit (pacer skipped events, loader CPU above its cap, or schedule lag above its threshold)",
             Exit::Refused => "the system refused the cell's topology at setup; result.json records its answer",
+            Exit::Interrupted => "stopped by Ctrl-C; what ran is recorded (a campaign: `--resume` runs the rest)",
         }
     }
 
@@ -81,6 +87,8 @@ impl Exit {
     pub fn of_error(e: &anyhow::Error) -> Exit {
         let bad = e.downcast_ref::<crate::cli::BadInput>().is_some()
             || e.downcast_ref::<crate::scenario::ScenarioError>().is_some()
+            || e.downcast_ref::<crate::campaign::file::CampaignError>()
+                .is_some()
             || e.downcast_ref::<adapters::BuildError>().is_some()
             || e.downcast_ref::<checker::CheckError>().is_some()
             || e.downcast_ref::<report::ReportError>()
@@ -108,9 +116,14 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_in_order() {
-        for (i, e) in Exit::ALL.iter().enumerate() {
+        for (i, e) in Exit::ALL.iter().take(6).enumerate() {
             assert_eq!(e.code() as usize, i, "{e:?}");
         }
+        assert_eq!(
+            Exit::Interrupted.code(),
+            130,
+            "128 + SIGINT, as shells report it"
+        );
         assert!(Exit::help().contains("5  REFUSED"));
     }
 

@@ -1,6 +1,7 @@
 //! The command line: what each subcommand takes and does. `main.rs` only parses,
 //! dispatches here and maps the result to an exit code ([`exit::Exit`]).
 
+pub mod campaign;
 pub mod exit;
 pub mod lock;
 pub mod report;
@@ -46,6 +47,10 @@ pub enum Command {
         #[arg(long, value_name = "URL")]
         sampler: Option<String>,
     },
+    /// Run a campaign: a matrix of cells, repeated, interleaved (docs/campaigns.md).
+    Campaign(campaign::CampaignArgs),
+    /// Find the highest rate a system holds: log-scale bisection, repeats at the boundary.
+    Ceiling(campaign::CeilingArgs),
     /// Serve 1 Hz resource samples of this machine over HTTP, for `run --sampler`.
     Sample {
         /// Address to listen on, e.g. 127.0.0.1:9464.
@@ -100,6 +105,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             };
             Ok(run::execute(&req)?.exit)
         }
+        Command::Campaign(a) => campaign::campaign(a),
+        Command::Ceiling(a) => campaign::ceiling(a),
         Command::Sample { listen, targets } => sample::serve(&listen, &targets),
         Command::Verify {
             dir,

@@ -89,16 +89,18 @@ fn runtime(threads: u64, timing: Timing) -> anyhow::Result<tokio::runtime::Runti
     rt.context("starting the runtime")
 }
 
+/// A current-thread runtime whose time is paused and auto-advanced (tests).
 #[cfg(any(test, feature = "virtual-time"))]
-fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
 }
 
+/// Virtual time is not in this build.
 #[cfg(not(any(test, feature = "virtual-time")))]
-fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     Err(std::io::Error::other(
         "virtual time needs the `virtual-time` feature (tests only)",
     ))

@@ -78,7 +78,7 @@ pub struct CellTail {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct BuildInfo {
     pub version: String,
     pub git_commit: String,

@@ -51,12 +51,19 @@ pub struct Throughput {
     pub offered_per_sec: f64,
     /// Of those, published, per second (shed and failed ones excluded).
     pub published_per_sec: f64,
-    /// Deliveries of rated events to all twelve streams, per second of rated window.
+    /// Deliveries of rated events to all twelve streams, per second of rated window
+    /// (wherever they happened: a backlog drained after the window counts).
     pub deliveries_per_sec: f64,
     /// deliveries_per_sec / (6R): the share of the demanded deliveries served.
     pub served_fraction: f64,
     /// The reference's figure: all deliveries (warm-up and drain included) / rated seconds.
     pub reference_deliveries_per_sec: f64,
+    /// Deliveries made while the rated window ran (of any event), per second of it:
+    /// what the system kept up with in real time.
+    pub window_deliveries_per_sec: f64,
+    /// window_deliveries_per_sec / (6R): the share of the demand served as it came
+    /// (a system that only caught up in the drain falls short here).
+    pub window_served_fraction: f64,
 }
 
 #[derive(Debug, Serialize)]

@@ -471,6 +471,10 @@ impl Workload for Pipeline {
                     / rated_sec
                     / plan.invariants.deliveries_per_sec as f64,
                 reference_deliveries_per_sec: all_delivered as f64 / rated_sec,
+                window_deliveries_per_sec: end.deliveries_in_window as f64 / end.wall_rated_sec,
+                window_served_fraction: end.deliveries_in_window as f64
+                    / end.wall_rated_sec
+                    / plan.invariants.deliveries_per_sec as f64,
             },
             latency_ms: Latency {
                 e2e_a: m.e2e[Flow::A.index()].summary(),

@@ -1,0 +1,408 @@
+//! The ceiling search (`crossbench ceiling`): the highest rate at which a system
+//! holds a scenario, found by bisection on a logarithmic scale between two rates,
+//! then confirmed with repeats at the boundary. The answer is an interval: between
+//! the highest rate that held in every repeat and the lowest that did not.
+//!
+//! A cell **held** when it PASSed (not FAIL, not VOID), served at least `served` of
+//! the demanded deliveries in its rated window, and, when a bound is given, kept
+//! its end-to-end p99 under it. A VOID cell did not hold: the loader, not the
+//! system, was the limit there, and the record says so (`bound: loader`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::cell::RunOptions;
+use crate::cli::exit::Exit;
+use crate::cli::BadInput;
+use crate::pacing::pacer::Timing;
+use crate::record::invocation::utc;
+use crate::record::result::BuildInfo;
+use crate::scenario;
+
+pub const CEILING_SCHEMA_VERSION: u32 = 1;
+/// Cells a search may run before it gives up (a flaky boundary cannot loop).
+pub const MAX_CELLS: usize = 60;
+
+/// One `ceiling` request.
+#[derive(Debug, Clone)]
+pub struct CeilingRequest {
+    pub scenario: PathBuf,
+    pub sets: Vec<String>,
+    pub low: u64,
+    pub high: u64,
+    /// Repeats at each side of the boundary.
+    pub repeats: u32,
+    /// Served fraction a cell must reach to hold.
+    pub served: f64,
+    /// End-to-end p99 a cell must stay under to hold.
+    pub p99_max: Option<Duration>,
+    /// Stop bisecting when high ÷ low is at most this.
+    pub resolution: f64,
+    pub out: Option<PathBuf>,
+    pub quiet: bool,
+    pub timing: Timing,
+    pub argv: Vec<String>,
+}
+
+impl CeilingRequest {
+    pub fn new(scenario: impl Into<PathBuf>, low: u64, high: u64) -> CeilingRequest {
+        CeilingRequest {
+            scenario: scenario.into(),
+            sets: Vec::new(),
+            low,
+            high,
+            repeats: 3,
+            served: 0.99,
+            p99_max: None,
+            resolution: 1.1,
+            out: None,
+            quiet: true,
+            timing: Timing::Real,
+            argv: std::env::args().collect(),
+        }
+    }
+}
+
+/// One cell of the search.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    pub rate: u64,
+    /// Relative to the search's directory.
+    pub dir: PathBuf,
+    pub outcome: String,
+    pub served: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub held: bool,
+    /// Why it did not hold.
+    pub why: Option<String>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ceiling {
+    /// The highest rate that held in every repeat (`None`: not even `low`).
+    pub held: Option<u64>,
+    /// The lowest rate that did not hold (`None`: `high` held).
+    pub not_held: Option<u64>,
+    /// What limited the first rate that did not hold: `system`, or `loader` when
+    /// that rate's failures were VOID.
+    pub bound: Option<String>,
+    /// The interval as text: `between 1000 and 1100 msg/s`.
+    pub text: String,
+}
+
+/// `ceiling.json` (docs/campaigns.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct CeilingRecord {
+    pub schema_version: u32,
+    pub kind: &'static str,
+    pub scenario: PathBuf,
+    pub sets: Vec<String>,
+    pub system: String,
+    pub workload: String,
+    pub unit: &'static str,
+    pub between: [u64; 2],
+    pub resolution: f64,
+    pub repeats: u32,
+    pub served_min: f64,
+    pub p99_max_ms: Option<f64>,
+    pub crossbench: BuildInfo,
+    pub started_utc: String,
+    pub ended_utc: String,
+    /// Every cell, in the order it ran.
+    pub probes: Vec<Probe>,
+    pub ceiling: Ceiling,
+}
+
+/// What the search knows about each rate tried.
+#[derive(Debug, Default)]
+struct Book {
+    by_rate: BTreeMap<u64, Vec<bool>>,
+}
+
+impl Book {
+    fn held_all(&self, r: u64) -> bool {
+        self.by_rate
+            .get(&r)
+            .is_some_and(|v| !v.is_empty() && v.iter().all(|h| *h))
+    }
+    /// Highest rate below `r` that held in every repeat.
+    fn held_below(&self, r: u64) -> Option<u64> {
+        self.by_rate
+            .range(..r)
+            .rev()
+            .find(|(_, v)| v.iter().all(|h| *h))
+            .map(|(k, _)| *k)
+    }
+    /// Lowest rate above `r` that failed at least once.
+    fn failed_above(&self, r: u64) -> Option<u64> {
+        self.by_rate
+            .range(r + 1..)
+            .find(|(_, v)| v.iter().any(|h| !*h))
+            .map(|(k, _)| *k)
+    }
+    fn count(&self, r: u64) -> usize {
+        self.by_rate.get(&r).map_or(0, Vec::len)
+    }
+}
+
+/// Judge one cell's record.
+fn judge(
+    dir: &std::path::Path,
+    served_min: f64,
+    p99_max: Option<Duration>,
+) -> (String, Option<f64>, Option<f64>, bool, Option<String>) {
+    let Ok(c) = report::CellRecord::load(dir) else {
+        return (
+            "ERROR".into(),
+            None,
+            None,
+            false,
+            Some("no readable result.json".into()),
+        );
+    };
+    let r = &c.result;
+    let served = Some(c.served_in_window());
+    let p99 = c.e2e(99);
+    let why = if r.outcome == "VOID" || c.is_void() {
+        Some(format!("VOID: {}", r.void.reasons.join("; ")))
+    } else if r.outcome != "PASS" {
+        Some(r.outcome.clone())
+    } else if c.served_in_window() < served_min {
+        Some(format!(
+            "served {:.1} % in the rated window < {:.1} %",
+            100.0 * c.served_in_window(),
+            100.0 * served_min
+        ))
+    } else {
+        match (p99, p99_max) {
+            (Some(p), Some(m)) if p > m.as_secs_f64() * 1000.0 => Some(format!(
+                "e2e p99 {p:.1} ms > {:.1} ms",
+                m.as_secs_f64() * 1000.0
+            )),
+            _ => None,
+        }
+    };
+    (r.outcome.clone(), served, p99, why.is_none(), why)
+}
+
+/// Run the search.
+pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRecord)> {
+    if req.low == 0 || req.high <= req.low {
+        return Err(BadInput(format!(
+            "--between {} {}: give two rates, LOW < HIGH, both above 0",
+            req.low, req.high
+        ))
+        .into());
+    }
+    if !(1..=20).contains(&req.repeats) {
+        return Err(BadInput("--repeats must be between 1 and 20".into()).into());
+    }
+    if !(req.served > 0.0 && req.served <= 1.0) {
+        return Err(BadInput("--served must be in (0, 1]".into()).into());
+    }
+    if !(req.resolution > 1.0 && req.resolution <= 2.0) {
+        return Err(BadInput("--resolution must be in (1, 2], e.g. 1.1".into()).into());
+    }
+    // Validate the scenario once, at both ends of the range.
+    let mut sets = req.sets.clone();
+    sets.push(format!("rate={}", req.low));
+    let loaded = scenario::load(&req.scenario, &sets)?;
+    let s = &loaded.scenario;
+    if s.stream.as_ref().is_some_and(|st| !st.ladder.is_empty()) {
+        return Err(BadInput(
+            "the scenario has a stream.ladder: the ceiling search picks the rates; add --set 'stream.ladder=[]'".into(),
+        )
+        .into());
+    }
+    crate::cell::setup::build(s, &crate::workload::build_context(s))?;
+    let name = s.name.clone();
+    let dir = req
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::cell::default_out(&format!("{name}-ceiling")));
+    crate::cli::run::prepare_out(&dir)?;
+    let _lock = crate::cli::lock::acquire(req.quiet)?;
+    let rt = match req.timing {
+        Timing::Real => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+            .enable_all()
+            .build(),
+        Timing::Virtual => crate::cli::run::virtual_runtime(),
+    }
+    .context("starting the runtime")?;
+    let started = SystemTime::now();
+    let interrupt = CancellationToken::new();
+    {
+        let interrupt = interrupt.clone();
+        rt.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.cancel();
+            }
+        });
+    }
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut book = Book::default();
+    let probe = |rate: u64, probes: &mut Vec<Probe>, book: &mut Book| -> anyhow::Result<bool> {
+        anyhow::ensure!(
+            probes.len() < MAX_CELLS,
+            "the search ran {MAX_CELLS} cells without settling (the boundary is too noisy for these repeats)"
+        );
+        anyhow::ensure!(!interrupt.is_cancelled(), "interrupted");
+        let k = book.count(rate) + 1;
+        let rel = PathBuf::from(format!("r{rate}-{k}"));
+        let cell_dir = dir.join(&rel);
+        std::fs::create_dir_all(&cell_dir)?;
+        let mut sets = req.sets.clone();
+        sets.push(format!("rate={rate}"));
+        sets.push(format!("name={name}-r{rate}"));
+        let l = scenario::load(&req.scenario, &sets)?;
+        let opts = RunOptions {
+            argv: req.argv.clone(),
+            scenario_path: req.scenario.clone(),
+            out: cell_dir.clone(),
+            quiet: true,
+            sampler_url: None,
+            timing: req.timing,
+        };
+        rt.block_on(crate::workload::run_cell(&l, &opts, &[], &interrupt))?;
+        let (outcome, served, p99_ms, held, why) = judge(&cell_dir, req.served, req.p99_max);
+        if !req.quiet {
+            eprintln!(
+                "rate {rate} #{k}: {} ({})",
+                if held { "held" } else { "did not hold" },
+                why.as_deref().unwrap_or(&outcome)
+            );
+        }
+        book.by_rate.entry(rate).or_default().push(held);
+        probes.push(Probe {
+            rate,
+            dir: rel,
+            outcome,
+            served,
+            p99_ms,
+            held,
+            why,
+        });
+        Ok(held)
+    };
+
+    // The ends of the range first: the answer is inside it, or said to be outside.
+    let (mut lo, mut hi) = (req.low, req.high);
+    let low_held = probe(lo, &mut probes, &mut book)?;
+    let high_held = if low_held {
+        probe(hi, &mut probes, &mut book)?
+    } else {
+        false
+    };
+    if low_held && !high_held {
+        loop {
+            // Bisect on a log scale until the bracket is within the resolution.
+            while hi as f64 / lo as f64 > req.resolution {
+                let mid = ((lo as f64) * (hi as f64)).sqrt().round() as u64;
+                if mid <= lo || mid >= hi {
+                    break;
+                }
+                if probe(mid, &mut probes, &mut book)? {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            // Confirm both sides with repeats.
+            while book.count(lo) < req.repeats as usize && book.held_all(lo) {
+                probe(lo, &mut probes, &mut book)?;
+            }
+            if !book.held_all(lo) {
+                // The lower side failed a repeat: it is the new upper side.
+                hi = lo;
+                match book.held_below(lo) {
+                    Some(l) => {
+                        lo = l;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            while book.count(hi) < req.repeats as usize && book.held_all(hi) {
+                probe(hi, &mut probes, &mut book)?;
+            }
+            if book.held_all(hi) {
+                // The upper side held every repeat: it is the new lower side.
+                lo = hi;
+                hi = book.failed_above(hi).unwrap_or(req.high);
+                if hi <= lo {
+                    break;
+                }
+                continue;
+            }
+            break;
+        }
+    }
+    let held = if book.held_all(lo) { Some(lo) } else { None };
+    let not_held = if book.by_rate.get(&hi).is_some_and(|v| v.iter().any(|h| !*h)) {
+        Some(hi)
+    } else {
+        None
+    };
+    let bound = not_held.map(|r| {
+        let all_void = probes
+            .iter()
+            .filter(|p| p.rate == r && !p.held)
+            .all(|p| p.outcome == "VOID");
+        if all_void { "loader" } else { "system" }.to_string()
+    });
+    let unit = if s.stream.is_some() { "msg/s" } else { "ev/s" };
+    let text = match (held, not_held) {
+        (Some(a), Some(b)) => {
+            format!("between {a} and {b} {unit}: {a} held in every repeat, {b} did not")
+        }
+        (None, _) => format!("below {} {unit}: the lowest rate did not hold", req.low),
+        (Some(a), None) => format!("at least {a} {unit}: the highest rate held"),
+    };
+    let record = CeilingRecord {
+        schema_version: CEILING_SCHEMA_VERSION,
+        kind: "ceiling",
+        scenario: req.scenario.clone(),
+        sets: req.sets.clone(),
+        system: s.system.name().into(),
+        workload: s.workload.name().into(),
+        unit,
+        between: [req.low, req.high],
+        resolution: req.resolution,
+        repeats: req.repeats,
+        served_min: req.served,
+        p99_max_ms: req.p99_max.map(|d| d.as_secs_f64() * 1000.0),
+        crossbench: BuildInfo::current(),
+        started_utc: utc(started),
+        ended_utc: utc(SystemTime::now()),
+        probes,
+        ceiling: Ceiling {
+            held,
+            not_held,
+            bound,
+            text,
+        },
+    };
+    let mut json = serde_json::to_string_pretty(&record)?;
+    json.push('\n');
+    std::fs::write(
+        dir.join("ceiling.json"),
+        crate::record::redact::redact(&json),
+    )
+    .context("writing ceiling.json")?;
+    rt.shutdown_timeout(Duration::from_secs(2));
+    println!(
+        "CEILING {} on {}: {}\nrecord: {}",
+        name,
+        record.system,
+        record.ceiling.text,
+        dir.join("ceiling.json").display()
+    );
+    Ok((Exit::Pass, dir, record))
+}

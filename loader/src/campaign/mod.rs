@@ -1,0 +1,385 @@
+//! Campaigns: a matrix of cells, each repeated, run in an interleaved order through
+//! the normal cell lifecycle, and recorded in `campaign.json` (docs/campaigns.md).
+//!
+//! One concept per file: [`file`] (the campaign file), [`arms`] (its matrix
+//! expanded and every scenario resolved), [`order`] (the interleaved order),
+//! [`record`] (`campaign.json`), [`progress`] (what the console shows), and
+//! [`ceiling`] (the ceiling search, a campaign that picks its next rate from the
+//! last outcome).
+
+pub mod arms;
+pub mod ceiling;
+pub mod file;
+pub mod order;
+pub mod progress;
+pub mod record;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::cell::RunOptions;
+use crate::cli::exit::Exit;
+use crate::cli::BadInput;
+use crate::pacing::pacer::Timing;
+use crate::record::invocation::utc;
+use crate::record::result::BuildInfo;
+
+use arms::Arm;
+use record::{ArmEntry, CampaignRecord, CellEntry, CellStatus, CAMPAIGN_SCHEMA_VERSION};
+
+/// One `campaign` request.
+#[derive(Debug, Clone)]
+pub struct CampaignRequest {
+    pub file: PathBuf,
+    /// The campaign's directory (`runs/<campaign>-<UTC time>` when absent).
+    pub out: Option<PathBuf>,
+    /// Run only what `out` is missing.
+    pub resume: bool,
+    /// List the cells and an estimated duration; run nothing.
+    pub dry_run: bool,
+    /// No per-cell lines (the progress bar, on a terminal, stays).
+    pub quiet: bool,
+    pub timing: Timing,
+    pub argv: Vec<String>,
+}
+
+impl CampaignRequest {
+    pub fn new(file: impl Into<PathBuf>) -> CampaignRequest {
+        CampaignRequest {
+            file: file.into(),
+            out: None,
+            resume: false,
+            dry_run: false,
+            quiet: true,
+            timing: Timing::Real,
+            argv: std::env::args().collect(),
+        }
+    }
+}
+
+/// What a campaign did.
+#[derive(Debug)]
+pub struct CampaignDone {
+    pub exit: Exit,
+    pub dir: PathBuf,
+    pub record: Option<CampaignRecord>,
+    /// What was printed (the dry-run list, or the closing table).
+    pub text: String,
+    /// Cells run by this invocation.
+    pub ran: usize,
+}
+
+/// Seconds a cell of `arm` should take: hydration and setup (a guess), warm-up,
+/// the rated window, a drain that catches up quickly.
+fn estimate(arm: &Arm) -> Duration {
+    let Some(l) = &arm.loaded else {
+        return Duration::ZERO;
+    };
+    let s = &l.scenario;
+    Duration::from_secs(5) + s.warmup.0 + s.duration.0 + Duration::from_secs(2)
+}
+
+fn cell_id(arm: &Arm, repeat: u32) -> String {
+    format!("{}#{repeat}", arm.id)
+}
+
+/// Run (or `--dry-run`, or `--resume`) a campaign.
+pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
+    let file = file::CampaignFile::load(&req.file)?;
+    let arms = arms::expand(&file, &req.file)?;
+    for a in &arms {
+        if let Some(l) = &a.loaded {
+            let s = &l.scenario;
+            crate::cell::setup::build(s, &crate::workload::build_context(s)).map_err(|e| {
+                BadInput(format!(
+                    "campaign {}, arm {}: {e}",
+                    req.file.display(),
+                    a.id
+                ))
+            })?;
+        }
+    }
+    let order = order::interleave(arms.len(), file.repeats, file.seed);
+    let dir = req
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::cell::default_out(&file.campaign));
+    if req.dry_run {
+        let text = progress::dry_run(&file, &arms, &order, estimate);
+        print!("{text}");
+        return Ok(CampaignDone {
+            exit: Exit::Pass,
+            dir,
+            record: None,
+            text,
+            ran: 0,
+        });
+    }
+
+    let mut rec = if req.resume {
+        let r = CampaignRecord::read(&dir).map_err(|e| {
+            BadInput(format!(
+                "--resume {}: {e:#}; give the directory of the campaign to resume",
+                dir.display()
+            ))
+        })?;
+        let same = r.arms.len() == arms.len()
+            && r.arms
+                .iter()
+                .zip(&arms)
+                .all(|(e, a)| e.id == a.id && e.sets == a.sets)
+            && r.repeats == file.repeats
+            && r.seed == file.seed;
+        if !same {
+            return Err(BadInput(format!(
+                "--resume {}: the campaign file now expands to other arms, repeats or seed than the campaign recorded there; resume with the file as it was, or start a new --out",
+                dir.display()
+            ))
+            .into());
+        }
+        r
+    } else {
+        crate::cli::run::prepare_out(&dir)?;
+        CampaignRecord {
+            schema_version: CAMPAIGN_SCHEMA_VERSION,
+            kind: "campaign".into(),
+            campaign: file.campaign.clone(),
+            description: file.description.clone(),
+            file: req.file.clone(),
+            crossbench: BuildInfo::current().into(),
+            host: CampaignRecord::new_host(),
+            repeats: file.repeats,
+            seed: file.seed,
+            status: "running".into(),
+            started_utc: utc(SystemTime::now()),
+            ended_utc: None,
+            arms: arms
+                .iter()
+                .map(|a| ArmEntry {
+                    id: a.id.clone(),
+                    slug: a.slug.clone(),
+                    group: a.group.clone(),
+                    system: a.system(),
+                    scenario: a.scenario.clone(),
+                    sets: a.sets.clone(),
+                    point: a.point.clone(),
+                    not_run: a.not_run.clone(),
+                })
+                .collect(),
+            order: order
+                .iter()
+                .map(|s| cell_id(&arms[s.arm], s.repeat))
+                .collect(),
+            cells: order
+                .iter()
+                .map(|s| {
+                    let a = &arms[s.arm];
+                    CellEntry {
+                        id: cell_id(a, s.repeat),
+                        arm: a.id.clone(),
+                        repeat: s.repeat,
+                        dir: PathBuf::from(&a.slug).join(format!("r{}", s.repeat)),
+                        status: if a.not_run.is_some() {
+                            CellStatus::NotRun
+                        } else {
+                            CellStatus::Pending
+                        },
+                        outcome: None,
+                        exit: None,
+                        error: a.not_run.clone(),
+                        started_utc: None,
+                        ended_utc: None,
+                        seconds: None,
+                    }
+                })
+                .collect(),
+        }
+    };
+    rec.status = "running".into();
+    rec.ended_utc = None;
+    let _lock = crate::cli::lock::acquire(req.quiet)?;
+    rec.write(&dir)?;
+
+    let rt = match req.timing {
+        Timing::Real => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+            .enable_all()
+            .build(),
+        Timing::Virtual => crate::cli::run::virtual_runtime(),
+    }
+    .context("starting the runtime")?;
+    let ran = rt.block_on(run_cells(req, &arms, &dir, &mut rec))?;
+    rt.shutdown_timeout(Duration::from_secs(2));
+
+    let interrupted = rec
+        .cells
+        .iter()
+        .any(|c| matches!(c.status, CellStatus::Interrupted | CellStatus::Pending));
+    rec.status = if interrupted {
+        "interrupted"
+    } else {
+        "complete"
+    }
+    .into();
+    rec.ended_utc = Some(utc(SystemTime::now()));
+    rec.write(&dir)?;
+    let text = progress::closing(&rec, &dir);
+    print!("{text}");
+    let any_fail = rec
+        .cells
+        .iter()
+        .any(|c| c.outcome.as_deref() == Some("FAIL"));
+    let exit = if interrupted {
+        Exit::Interrupted
+    } else if any_fail {
+        Exit::Fail
+    } else {
+        Exit::Pass
+    };
+    Ok(CampaignDone {
+        exit,
+        dir,
+        record: Some(rec),
+        text,
+        ran,
+    })
+}
+
+/// A cell's record is complete (result.json with an outcome, invocation.txt with
+/// it too) and its logs still give the verdict it recorded.
+pub fn complete_and_verified(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("result.json")) else {
+        return false;
+    };
+    let Ok(r) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    let Some(outcome) = r["outcome"].as_str() else {
+        return false;
+    };
+    let inv = std::fs::read_to_string(dir.join("invocation.txt")).unwrap_or_default();
+    if !inv.contains(&format!("outcome: {outcome}")) {
+        return false;
+    }
+    if outcome == "REFUSED" {
+        return true;
+    }
+    let recorded = r["verdict"]["pass"].as_bool();
+    let opts = checker::VerifyOptions {
+        allow_duplicates: r["accept"] == "at-least-once",
+        ..Default::default()
+    };
+    checker::verify_dir(dir, &opts).is_ok_and(|v| Some(v.pass) == recorded)
+}
+
+async fn run_cells(
+    req: &CampaignRequest,
+    arms: &[Arm],
+    dir: &Path,
+    rec: &mut CampaignRecord,
+) -> anyhow::Result<usize> {
+    // Ctrl-C: the running cell stops its traffic early (and is run again by
+    // --resume); no further cell starts. A second Ctrl-C exits at once.
+    let stop = Arc::new(AtomicBool::new(false));
+    let current = Arc::new(Mutex::new(CancellationToken::new()));
+    {
+        let (stop, current) = (stop.clone(), current.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::SeqCst);
+                current.lock().cancel();
+                eprintln!("\ninterrupted: the current cell stops early; no further cell starts (Ctrl-C again exits now)");
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(Exit::Interrupted.code()));
+                }
+            }
+        });
+    }
+    let todo: Vec<usize> = (0..rec.cells.len())
+        .filter(|&i| {
+            let c = &rec.cells[i];
+            match c.status {
+                CellStatus::NotRun => false,
+                CellStatus::Done => !complete_and_verified(&dir.join(&c.dir)),
+                _ => true,
+            }
+        })
+        .collect();
+    let mut bar = progress::Bar::new(todo.len(), req.quiet);
+    let mut ran = 0;
+    for i in todo {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let (arm_id, cell_dir) = (rec.cells[i].arm.clone(), dir.join(&rec.cells[i].dir));
+        let arm = arms
+            .iter()
+            .find(|a| a.id == arm_id)
+            .context("a recorded cell names an arm the campaign lacks")?;
+        let loaded = arm
+            .loaded
+            .as_ref()
+            .context("an arm that runs has a scenario")?;
+        if cell_dir.exists() {
+            std::fs::remove_dir_all(&cell_dir)
+                .with_context(|| format!("clearing {} to run it again", cell_dir.display()))?;
+        }
+        std::fs::create_dir_all(&cell_dir)
+            .with_context(|| format!("creating {}", cell_dir.display()))?;
+        let started = SystemTime::now();
+        {
+            let c = &mut rec.cells[i];
+            // Marked interrupted while it runs: a kill leaves it to --resume.
+            c.status = CellStatus::Interrupted;
+            c.started_utc = Some(utc(started));
+            c.ended_utc = None;
+            c.outcome = None;
+            c.exit = None;
+            c.error = None;
+        }
+        rec.write(dir)?;
+        bar.start(&rec.cells[i].id);
+        let interrupt = CancellationToken::new();
+        *current.lock() = interrupt.clone();
+        let opts = RunOptions {
+            argv: req.argv.clone(),
+            scenario_path: arm.scenario.clone(),
+            out: cell_dir.clone(),
+            quiet: true,
+            sampler_url: None,
+            timing: req.timing,
+        };
+        let r = crate::workload::run_cell(loaded, &opts, &[], &interrupt).await;
+        ran += 1;
+        let c = &mut rec.cells[i];
+        c.ended_utc = Some(utc(SystemTime::now()));
+        c.seconds = Some(started.elapsed().unwrap_or_default().as_secs_f64());
+        match r {
+            Ok(report) if !interrupt.is_cancelled() => {
+                c.status = CellStatus::Done;
+                c.outcome = Some(report.outcome.name().into());
+                c.exit = Some(Exit::of(report.outcome).code());
+            }
+            Ok(report) => {
+                c.status = CellStatus::Interrupted;
+                c.outcome = Some(report.outcome.name().into());
+                c.error = Some("interrupted by Ctrl-C: run it again with --resume".into());
+            }
+            Err(e) => {
+                c.status = CellStatus::Failed;
+                c.exit = Some(Exit::of_error(&e).code());
+                c.error = Some(crate::record::redact::redact(&format!("{e:#}")));
+            }
+        }
+        bar.finish_cell(c);
+        rec.write(dir)?;
+    }
+    bar.done();
+    Ok(ran)
+}

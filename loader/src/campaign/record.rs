@@ -1,0 +1,130 @@
+//! `campaign.json` (schema_version 1, docs/campaigns.md): the resolved arms, the
+//! order and its seed, every cell's status, outcome and directory, the build, the
+//! host, and the start and end. Rewritten (atomically) after every cell, so it is
+//! consistent whenever the campaign stops.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::record::host::Host;
+use crate::record::result::BuildInfo;
+
+pub const CAMPAIGN_SCHEMA_VERSION: u32 = 1;
+
+/// Where a cell stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CellStatus {
+    /// Not run yet.
+    Pending,
+    /// Ran to its end; `outcome` says how (PASS, FAIL, VOID, REFUSED).
+    Done,
+    /// The harness failed on it (`error` says why); the campaign went on.
+    Failed,
+    /// Its arm does not run here (`error` says why).
+    NotRun,
+    /// Ctrl-C stopped it; `--resume` runs it again.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellEntry {
+    /// `<arm id>#<repeat>`.
+    pub id: String,
+    pub arm: String,
+    pub repeat: u32,
+    /// Relative to the campaign directory.
+    pub dir: PathBuf,
+    pub status: CellStatus,
+    pub outcome: Option<String>,
+    pub exit: Option<u8>,
+    pub error: Option<String>,
+    pub started_utc: Option<String>,
+    pub ended_utc: Option<String>,
+    pub seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArmEntry {
+    pub id: String,
+    pub slug: String,
+    pub group: String,
+    pub system: String,
+    pub scenario: PathBuf,
+    pub sets: Vec<String>,
+    pub point: std::collections::BTreeMap<String, String>,
+    pub not_run: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignRecord {
+    pub schema_version: u32,
+    pub kind: String,
+    pub campaign: String,
+    pub description: String,
+    /// The campaign file as given.
+    pub file: PathBuf,
+    pub crossbench: BuildInfoRecord,
+    pub host: serde_json::Value,
+    pub repeats: u32,
+    pub seed: u64,
+    /// `running`, `complete` (every cell has ended) or `interrupted`.
+    pub status: String,
+    pub started_utc: String,
+    pub ended_utc: Option<String>,
+    pub arms: Vec<ArmEntry>,
+    /// Cell ids in the order they run.
+    pub order: Vec<String>,
+    /// The cells, in that order.
+    pub cells: Vec<CellEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildInfoRecord {
+    pub version: String,
+    pub git_commit: String,
+}
+
+impl From<BuildInfo> for BuildInfoRecord {
+    fn from(b: BuildInfo) -> Self {
+        BuildInfoRecord {
+            version: b.version,
+            git_commit: b.git_commit,
+        }
+    }
+}
+
+impl CampaignRecord {
+    pub fn new_host() -> serde_json::Value {
+        serde_json::to_value(Host::probe()).unwrap_or_default()
+    }
+
+    /// Write `dir/campaign.json` through a temporary file and a rename, secrets
+    /// redacted.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).context("serialising campaign.json")?;
+        text.push('\n');
+        let text = crate::record::redact::redact(&text);
+        let tmp = dir.join(".campaign.json.tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, dir.join("campaign.json"))
+            .with_context(|| format!("writing {}", dir.join("campaign.json").display()))
+    }
+
+    pub fn read(dir: &Path) -> anyhow::Result<CampaignRecord> {
+        let p = dir.join("campaign.json");
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        let r: CampaignRecord =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+        anyhow::ensure!(
+            r.schema_version == CAMPAIGN_SCHEMA_VERSION,
+            "{}: schema_version {} is not {CAMPAIGN_SCHEMA_VERSION}",
+            p.display(),
+            r.schema_version
+        );
+        Ok(r)
+    }
+}

@@ -1,0 +1,93 @@
+//! `crossbench campaign` and `crossbench ceiling`: their arguments; the work is in
+//! `crate::campaign`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::campaign::ceiling::{self, CeilingRequest};
+use crate::campaign::{self as c, CampaignRequest};
+use crate::cli::exit::Exit;
+use crate::pacing::pacer::Timing;
+
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    /// Campaign YAML (see docs/campaigns.md).
+    pub file: PathBuf,
+    /// The campaign's directory (default: runs/<campaign>-<UTC time>). Must not exist
+    /// or be empty, unless --resume.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run only the cells whose record in --out is missing or incomplete.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
+    /// List the cells in order, with an estimated duration; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No line per cell (the progress bar on a terminal stays).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn campaign(a: CampaignArgs) -> anyhow::Result<Exit> {
+    let req = CampaignRequest {
+        file: a.file,
+        out: a.out,
+        resume: a.resume,
+        dry_run: a.dry_run,
+        quiet: a.quiet,
+        timing: Timing::Real,
+        argv: std::env::args().collect(),
+    };
+    Ok(c::execute(&req)?.exit)
+}
+
+#[derive(Debug, Args)]
+pub struct CeilingArgs {
+    /// Scenario YAML; its `rate` is what the search sets.
+    pub scenario: PathBuf,
+    /// The range to search: a rate expected to hold, one expected not to.
+    #[arg(long, num_args = 2, value_names = ["LOW", "HIGH"], required = true)]
+    pub between: Vec<u64>,
+    /// Repeats at each side of the boundary.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
+    /// Served fraction of the demanded deliveries a cell must reach to hold.
+    #[arg(long, default_value_t = 0.99)]
+    pub served: f64,
+    /// End-to-end p99 a cell must stay under to hold (e.g. 5s, 500ms).
+    #[arg(long, value_name = "DURATION")]
+    pub p99_max: Option<String>,
+    /// Stop bisecting when HIGH ÷ LOW is at most this.
+    #[arg(long, default_value_t = 1.1)]
+    pub resolution: f64,
+    /// Override a scenario field by its dotted path.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The search's directory (default: runs/<name>-ceiling-<UTC time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No line per cell.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn ceiling(a: CeilingArgs) -> anyhow::Result<Exit> {
+    let p99_max = match &a.p99_max {
+        None => None,
+        Some(t) => Some(adapters::duration_text::parse_duration(t).map_err(|e| {
+            crate::cli::BadInput(format!("--p99-max {t}: {e} (write e.g. 5s or 500ms)"))
+        })?),
+    };
+    let req = CeilingRequest {
+        sets: a.sets,
+        repeats: a.repeats,
+        served: a.served,
+        p99_max,
+        resolution: a.resolution,
+        out: a.out,
+        quiet: a.quiet,
+        ..CeilingRequest::new(a.scenario, a.between[0], a.between[1])
+    };
+    Ok(ceiling::execute(&req)?.0)
+}

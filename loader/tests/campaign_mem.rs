@@ -1,0 +1,248 @@
+//! Campaigns and the ceiling search on the control broker: a 2 × 2 matrix with three
+//! repeats runs twelve cells in an interleaved order; a bad matrix path is bad input
+//! with nothing run; `--resume` after a kill runs only what is missing; the ceiling
+//! search brackets a known capacity.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use loader::campaign::ceiling::{self, CeilingRequest};
+use loader::campaign::record::{CampaignRecord, CellStatus};
+use loader::campaign::{self, CampaignRequest};
+use loader::cli::exit::Exit;
+use loader::pacing::pacer::Timing;
+
+/// A campaign file in `dir`: smoke cells of `duration`, a 2 × 2 matrix, `repeats`.
+fn campaign_file(dir: &Path, duration: &str, repeats: u32, matrix: &str) -> PathBuf {
+    let p = dir.join("c.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "campaign: t\nrepeats: {repeats}\nseed: 5\nscenario: {}\nset:\n  duration: {duration}\n  warmup: 500ms\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\nmatrix:\n{matrix}",
+            support::scenario("smoke.yaml").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+const MATRIX: &str = "  rate: [100, 200]\n  lane_headroom: [1.5, 2]\n";
+
+#[test]
+fn a_two_by_two_matrix_with_three_repeats_runs_twelve_cells_interleaved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), "2s", 3, MATRIX);
+    let out = tmp.path().join("out");
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.timing = Timing::Virtual;
+    let done = campaign::execute(&req).expect("the campaign runs");
+    assert_eq!(done.exit, Exit::Pass, "{}", done.text);
+    assert_eq!(done.ran, 12);
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.status, "complete");
+    assert_eq!(rec.arms.len(), 4);
+    assert_eq!(rec.cells.len(), 12);
+    assert_eq!(rec.seed, 5);
+    for c in &rec.cells {
+        assert_eq!(c.status, CellStatus::Done, "{c:?}");
+        assert_eq!(c.outcome.as_deref(), Some("PASS"), "{c:?}");
+        assert!(out.join(&c.dir).join("result.json").is_file(), "{c:?}");
+    }
+    // Interleaved: each block of four runs every arm once, the second block in the
+    // first's reverse order (ABBA), and the order is not simply arm by arm.
+    let arms_of = |block: usize| -> Vec<String> {
+        rec.cells[block * 4..block * 4 + 4]
+            .iter()
+            .map(|c| c.arm.clone())
+            .collect()
+    };
+    for b in 0..3 {
+        let mut a = arms_of(b);
+        assert!(rec.cells[b * 4..b * 4 + 4]
+            .iter()
+            .all(|c| c.repeat == b as u32 + 1));
+        a.sort();
+        a.dedup();
+        assert_eq!(a.len(), 4, "block {b}: {:?}", arms_of(b));
+    }
+    let mut rev = arms_of(1);
+    rev.reverse();
+    assert_eq!(arms_of(0), rev);
+    assert_eq!(
+        rec.order,
+        rec.cells.iter().map(|c| c.id.clone()).collect::<Vec<_>>()
+    );
+    // The closing table has every arm, with medians and intervals.
+    for a in &rec.arms {
+        assert!(done.text.contains(&a.id), "{}", done.text);
+    }
+    assert!(done.text.contains("3 PASS"), "{}", done.text);
+    // The report reads the campaign: the same arms, three records each.
+    let v = report::campaign::CampaignView::load(&out).unwrap();
+    assert!(v
+        .arms
+        .iter()
+        .all(|a| a.cells.len() == 3 && a.outcomes.pass == 3));
+}
+
+#[test]
+fn a_bad_matrix_path_is_exit_2_with_nothing_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), "1s", 2, "  ratee: [100, 200]\n");
+    let out = tmp.path().join("out");
+    let o = support::binary()
+        .args(["campaign"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("matrix.ratee"), "{err}");
+    assert!(!out.exists(), "nothing is written for a bad campaign");
+    // An unknown field of the campaign file itself, likewise.
+    std::fs::write(&file, "campaign: t\nscenario: s.yaml\nrepeat: 3\n").unwrap();
+    let o = support::binary()
+        .args(["campaign"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("repeat"), "{err}");
+}
+
+#[test]
+fn resume_after_a_kill_runs_only_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), "1s", 3, MATRIX);
+    let out = tmp.path().join("out");
+    let mut child = support::binary()
+        .args(["campaign", "-q"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once some cells are done (it may first wait for the run lock).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let done_before = loop {
+        assert!(Instant::now() < deadline, "the campaign made no progress");
+        let n = CampaignRecord::read(&out).map_or(0, |r| {
+            r.cells
+                .iter()
+                .filter(|c| c.status == CellStatus::Done)
+                .count()
+        });
+        if n >= 4 {
+            break n;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the campaign ended early"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = CampaignRecord::read(&out).unwrap();
+    let done: Vec<_> = killed
+        .cells
+        .iter()
+        .filter(|c| c.status == CellStatus::Done)
+        .map(|c| c.id.clone())
+        .collect();
+    assert!(
+        done.len() >= done_before && done.len() < 12,
+        "{}",
+        done.len()
+    );
+    assert_eq!(
+        killed.status, "running",
+        "a killed campaign's record says it was running"
+    );
+    let stamp = |id: &str| {
+        let c = killed.cells.iter().find(|c| c.id == id).unwrap();
+        std::fs::metadata(out.join(&c.dir).join("result.json"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let before: Vec<_> = done.iter().map(|id| stamp(id)).collect();
+
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.resume = true;
+    let resumed = campaign::execute(&req).expect("the campaign resumes");
+    assert_eq!(
+        resumed.ran,
+        12 - done.len(),
+        "only the missing cells run again"
+    );
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.status, "complete");
+    assert!(rec.cells.iter().all(|c| c.status == CellStatus::Done));
+    let after: Vec<_> = done.iter().map(|id| stamp(id)).collect();
+    assert_eq!(
+        before, after,
+        "the cells done before the kill were left alone"
+    );
+    // A resume with a changed campaign file is refused.
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("seed: 5", "seed: 6"),
+    )
+    .unwrap();
+    let e = campaign::execute(&req).unwrap_err();
+    assert_eq!(Exit::of_error(&e), Exit::BadInput, "{e:#}");
+}
+
+#[test]
+fn the_ceiling_search_brackets_a_known_capacity() {
+    // The control broker hands out at most 6000 messages/s; a pipeline event makes
+    // six deliveries, so the system holds up to 1000 ev/s (1010 with the 1 % slack
+    // of `served: 0.99`).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut req = CeilingRequest::new(support::scenario("smoke.yaml"), 200, 4000);
+    req.sets = [
+        "mem.max_deliveries_per_sec=6000",
+        "duration=3s",
+        "warmup=1s",
+        "drain.max=10s",
+        "void.loader_cpu_max=1.0",
+        "void.schedule_lag_p99_max=1h",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    req.repeats = 2;
+    req.served = 0.99;
+    req.resolution = 1.1;
+    req.out = Some(tmp.path().join("ceiling"));
+    req.timing = Timing::Virtual;
+    let (exit, dir, rec) = ceiling::execute(&req).expect("the search runs");
+    assert_eq!(exit, Exit::Pass);
+    let (lo, hi) = (rec.ceiling.held.unwrap(), rec.ceiling.not_held.unwrap());
+    assert!(
+        lo <= 1010 && hi >= 1000,
+        "[{lo}, {hi}] must contain the capacity (1000–1010 ev/s): {:#?}",
+        rec.probes
+    );
+    assert!(
+        hi as f64 / lo as f64 <= 1.1 + 1e-9,
+        "within one bisection step: [{lo}, {hi}]"
+    );
+    assert_eq!(rec.ceiling.bound.as_deref(), Some("system"));
+    // Confirmed with repeats at both sides.
+    assert!(rec.probes.iter().filter(|p| p.rate == lo).count() >= 2);
+    assert!(rec.probes.iter().filter(|p| p.rate == hi).count() >= 1);
+    assert!(dir.join("ceiling.json").is_file());
+}

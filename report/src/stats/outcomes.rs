@@ -1,0 +1,69 @@
+//! Counts of outcomes over the repeats of one arm.
+
+use serde::Serialize;
+
+/// How the repeats of an arm ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Outcomes {
+    pub pass: u32,
+    pub fail: u32,
+    pub void: u32,
+    pub refused: u32,
+    /// Ended otherwise (not run, errored, interrupted).
+    pub other: u32,
+}
+
+impl Outcomes {
+    /// Count one outcome by its record name (`PASS`, `FAIL`, …).
+    pub fn add(&mut self, outcome: &str) {
+        match outcome {
+            "PASS" => self.pass += 1,
+            "FAIL" => self.fail += 1,
+            "VOID" => self.void += 1,
+            "REFUSED" => self.refused += 1,
+            _ => self.other += 1,
+        }
+    }
+
+    pub fn total(&self) -> u32 {
+        self.pass + self.fail + self.void + self.refused + self.other
+    }
+
+    /// `5 PASS`, `4 PASS / 1 VOID`, …
+    pub fn label(&self) -> String {
+        let parts: Vec<String> = [
+            (self.pass, "PASS"),
+            (self.fail, "FAIL"),
+            (self.void, "VOID"),
+            (self.refused, "REFUSED"),
+            (self.other, "other"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, s)| format!("{n} {s}"))
+        .collect();
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(" / ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_labels() {
+        let mut o = Outcomes::default();
+        for s in ["PASS", "PASS", "VOID", "FAIL", "weird"] {
+            o.add(s);
+        }
+        assert_eq!(
+            (o.pass, o.void, o.fail, o.other, o.total()),
+            (2, 1, 1, 1, 5)
+        );
+        assert_eq!(o.label(), "2 PASS / 1 FAIL / 1 VOID / 1 other");
+    }
+}
