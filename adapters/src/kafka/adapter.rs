@@ -57,7 +57,10 @@ struct Gauges {
 pub struct KafkaBroker {
     opts: KafkaOptions,
     stats: Arc<Stats>,
-    producer: FutureProducer,
+    /// Replaced by a fresh one when a reset deletes topics: an idempotent producer
+    /// keeps per-partition sequence numbers, and a recreated topic's partitions expect
+    /// a producer that starts from 0 (tansu answers OutOfOrderSequenceNumber).
+    producer: RwLock<FutureProducer>,
     layout: RwLock<Option<Layout>>,
 }
 
@@ -78,19 +81,27 @@ impl KafkaBroker {
     /// Validate the options and create the producer (librdkafka connects lazily).
     pub fn new(options: KafkaOptions) -> Result<Self, BrokerError> {
         crate::options::Section::validate(&options)?;
-        let producer: FutureProducer =
-            producer::config(&options)
-                .create()
-                .map_err(|e| BrokerError::Config {
-                    field: "kafka".into(),
-                    message: format!("producer configuration refused by librdkafka: {e}"),
-                })?;
+        let producer = Self::new_producer(&options)?;
         Ok(KafkaBroker {
             opts: options,
             stats: Arc::new(Stats::default()),
-            producer,
+            producer: RwLock::new(producer),
             layout: RwLock::new(None),
         })
+    }
+
+    fn new_producer(options: &KafkaOptions) -> Result<FutureProducer, BrokerError> {
+        producer::config(options)
+            .create()
+            .map_err(|e| BrokerError::Config {
+                field: "kafka".into(),
+                message: format!("producer configuration refused by librdkafka: {e}"),
+            })
+    }
+
+    /// The producer, for one call.
+    fn producer(&self) -> FutureProducer {
+        self.producer.read().clone()
     }
 
     fn admin(&self) -> Result<Admin, BrokerError> {
@@ -158,6 +169,15 @@ impl KafkaBroker {
         if topology.reset {
             let n = admin.delete(&names).await?;
             self.stats.topics_deleted.add(n);
+            if n > 0 {
+                // The old producer's sequence numbers belong to the deleted partitions.
+                let fresh = Self::new_producer(&self.opts)?;
+                let old = std::mem::replace(&mut *self.producer.write(), fresh);
+                let _ = tokio::task::spawn_blocking(move || {
+                    old.flush(std::time::Duration::from_secs(10))
+                })
+                .await;
+            }
         }
         let configs = self.topic_configs(topology.durability);
         let created = admin
@@ -263,7 +283,7 @@ impl Broker for KafkaBroker {
                 None => return Err(BrokerError::Other("kafka: setup has not run".into())),
             }
         }
-        let r = producer::publish(&self.producer, &self.stats, topic, key, payloads).await;
+        let r = producer::publish(&self.producer(), &self.stats, topic, key, payloads).await;
         if let Err(e) = &r {
             self.stats.error_class(e.class().name());
         }
@@ -323,7 +343,7 @@ impl Broker for KafkaBroker {
             fsync_tier: layout
                 .as_ref()
                 .map(|l| u64::from(l.durability == Durability::Fsync)),
-            producer_in_flight: self.producer.in_flight_count().max(0) as u64,
+            producer_in_flight: self.producer().in_flight_count().max(0) as u64,
             log_dir_bytes_end: (!self.opts.log_dir.is_empty())
                 .then(|| dir_bytes(std::path::Path::new(&self.opts.log_dir))),
         };
@@ -332,7 +352,7 @@ impl Broker for KafkaBroker {
     }
 
     async fn close(&self) -> Result<(), BrokerError> {
-        let p = self.producer.clone();
+        let p = self.producer();
         let _ =
             tokio::task::spawn_blocking(move || p.flush(std::time::Duration::from_secs(10))).await;
         Ok(())
