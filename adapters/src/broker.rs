@@ -1,6 +1,6 @@
 //! The one broker trait every adapter implements, and the types it speaks.
 //!
-//! The contract (SPEC.md §5) in one paragraph: `setup` builds (or rebuilds) the
+//! The contract (SPEC.md §6) in one paragraph: `setup` builds (or rebuilds) the
 //! topology; `publish` appends a batch of payloads for one ordering key, in order;
 //! `consume` runs until its stop token fires, handing the stage *key-batches* (one
 //! key, in publish order, never the same key in flight twice within one group) and

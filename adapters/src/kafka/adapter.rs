@@ -17,18 +17,20 @@ use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{FutureProducer, Producer as _};
 use rdkafka::ClientConfig;
+use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::member::{self, MemberSpec};
 use super::options::KafkaOptions;
 use super::producer;
-use super::stats::{add, dir_bytes, Stats};
+use super::stats::{dir_bytes, Stats};
 use super::topics::Admin;
 use crate::broker::{
     BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Description, Durability, FanOut,
     Topology,
 };
+use crate::counter;
 use crate::error::BrokerError;
 
 /// What setup built.
@@ -39,11 +41,26 @@ struct Layout {
     durability: Durability,
 }
 
+/// What the snapshot adds to the counters: the configuration, what setup built
+/// (absent before setup) and what is measured when asked.
+#[derive(Serialize)]
+struct Gauges {
+    members_per_group: u64,
+    partitions_per_topic: Option<u64>,
+    fsync_tier: Option<u64>,
+    producer_in_flight: u64,
+    /// The broker's data directory now (absent when `log_dir` is not set).
+    log_dir_bytes_end: Option<u64>,
+}
+
 /// The Kafka broker adapter.
 pub struct KafkaBroker {
     opts: KafkaOptions,
     stats: Arc<Stats>,
-    producer: FutureProducer,
+    /// Replaced by a fresh one when a reset deletes topics: an idempotent producer
+    /// keeps per-partition sequence numbers, and a recreated topic's partitions expect
+    /// a producer that starts from 0 (tansu answers OutOfOrderSequenceNumber).
+    producer: RwLock<FutureProducer>,
     layout: RwLock<Option<Layout>>,
 }
 
@@ -64,19 +81,27 @@ impl KafkaBroker {
     /// Validate the options and create the producer (librdkafka connects lazily).
     pub fn new(options: KafkaOptions) -> Result<Self, BrokerError> {
         crate::options::Section::validate(&options)?;
-        let producer: FutureProducer =
-            producer::config(&options)
-                .create()
-                .map_err(|e| BrokerError::Config {
-                    field: "kafka".into(),
-                    message: format!("producer configuration refused by librdkafka: {e}"),
-                })?;
+        let producer = Self::new_producer(&options)?;
         Ok(KafkaBroker {
             opts: options,
             stats: Arc::new(Stats::default()),
-            producer,
+            producer: RwLock::new(producer),
             layout: RwLock::new(None),
         })
+    }
+
+    fn new_producer(options: &KafkaOptions) -> Result<FutureProducer, BrokerError> {
+        producer::config(options)
+            .create()
+            .map_err(|e| BrokerError::Config {
+                field: "kafka".into(),
+                message: format!("producer configuration refused by librdkafka: {e}"),
+            })
+    }
+
+    /// The producer, for one call.
+    fn producer(&self) -> FutureProducer {
+        self.producer.read().clone()
     }
 
     fn admin(&self) -> Result<Admin, BrokerError> {
@@ -129,9 +154,7 @@ impl KafkaBroker {
             let b = tokio::task::spawn_blocking(move || dir_bytes(&dir))
                 .await
                 .unwrap_or(0);
-            self.stats
-                .log_dir_bytes_at_setup
-                .store(b, std::sync::atomic::Ordering::Relaxed);
+            self.stats.log_dir_bytes_at_setup.set(b);
         }
         let admin = self.admin()?;
         let names: Vec<String> = topology.topics.iter().map(|t| t.name.clone()).collect();
@@ -145,13 +168,22 @@ impl KafkaBroker {
         })?;
         if topology.reset {
             let n = admin.delete(&names).await?;
-            add(&self.stats.topics_deleted, n);
+            self.stats.topics_deleted.add(n);
+            if n > 0 {
+                // The old producer's sequence numbers belong to the deleted partitions.
+                let fresh = Self::new_producer(&self.opts)?;
+                let old = std::mem::replace(&mut *self.producer.write(), fresh);
+                let _ = tokio::task::spawn_blocking(move || {
+                    old.flush(std::time::Duration::from_secs(10))
+                })
+                .await;
+            }
         }
         let configs = self.topic_configs(topology.durability);
         let created = admin
             .create(&names, partitions, self.opts.replication_factor, &configs)
             .await?;
-        add(&self.stats.topics_created, created);
+        self.stats.topics_created.add(created);
         if topology.durability == Durability::Fsync {
             if let Some(first) = names.first() {
                 let seen = admin.topic_config(first, "flush.messages").await;
@@ -251,7 +283,7 @@ impl Broker for KafkaBroker {
                 None => return Err(BrokerError::Other("kafka: setup has not run".into())),
             }
         }
-        let r = producer::publish(&self.producer, &self.stats, topic, key, payloads).await;
+        let r = producer::publish(&self.producer(), &self.stats, topic, key, payloads).await;
         if let Err(e) = &r {
             self.stats.error_class(e.class().name());
         }
@@ -303,32 +335,108 @@ impl Broker for KafkaBroker {
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {
-        let mut m = self.stats.snapshot();
-        m.insert("kafka_members_per_group".into(), self.opts.members as u64);
-        if let Some(l) = &*self.layout.read() {
-            m.insert("kafka_partitions_per_topic".into(), l.partitions as u64);
-            m.insert(
-                "kafka_fsync_tier".into(),
-                u64::from(l.durability == Durability::Fsync),
-            );
-        }
-        m.insert(
-            "kafka_producer_in_flight".into(),
-            self.producer.in_flight_count().max(0) as u64,
-        );
-        if !self.opts.log_dir.is_empty() {
-            m.insert(
-                "kafka_log_dir_bytes_end".into(),
-                dir_bytes(std::path::Path::new(&self.opts.log_dir)),
-            );
-        }
+        let mut m = counter::snapshot("kafka_", &*self.stats);
+        let layout = self.layout.read().clone();
+        let gauges = Gauges {
+            members_per_group: self.opts.members as u64,
+            partitions_per_topic: layout.as_ref().map(|l| l.partitions as u64),
+            fsync_tier: layout
+                .as_ref()
+                .map(|l| u64::from(l.durability == Durability::Fsync)),
+            producer_in_flight: self.producer().in_flight_count().max(0) as u64,
+            log_dir_bytes_end: (!self.opts.log_dir.is_empty())
+                .then(|| dir_bytes(std::path::Path::new(&self.opts.log_dir))),
+        };
+        m.extend(counter::snapshot("kafka_", &gauges));
         m
     }
 
     async fn close(&self) -> Result<(), BrokerError> {
-        let p = self.producer.clone();
+        let p = self.producer();
         let _ =
             tokio::task::spawn_blocking(move || p.flush(std::time::Duration::from_secs(10))).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `broker_stats` keys as they were hand-listed before the snapshot was derived:
+    /// the counters and the configuration always, the layout's once setup ran, the data
+    /// directory's size when `log_dir` is set, one `kafka_errors_<class>` per class seen.
+    #[test]
+    fn snapshot_keys_are_unchanged() {
+        let always = [
+            "kafka_acked",
+            "kafka_client_errors",
+            "kafka_commit_request_errors",
+            "kafka_committed_partitions",
+            "kafka_fetch_errors",
+            "kafka_key_batches",
+            "kafka_log_dir_bytes_at_setup",
+            "kafka_member_restarts",
+            "kafka_member_starts",
+            "kafka_members_per_group",
+            "kafka_offset_commit_errors",
+            "kafka_offset_commits",
+            "kafka_partition_sets",
+            "kafka_partitions_assigned",
+            "kafka_partitions_revoked",
+            "kafka_pauses",
+            "kafka_producer_in_flight",
+            "kafka_publish_errors",
+            "kafka_publish_queue_full_waits",
+            "kafka_published",
+            "kafka_rebalances",
+            "kafka_records_fetched",
+            "kafka_redelivered",
+            "kafka_refused",
+            "kafka_replay_seeks",
+            "kafka_replay_skipped",
+            "kafka_resumes",
+            "kafka_revoke_wait_timeouts",
+            "kafka_revoke_waits",
+            "kafka_stray_records",
+            "kafka_topics_created",
+            "kafka_topics_deleted",
+            "kafka_unkeyed_records",
+        ];
+        let keys = |b: &KafkaBroker| b.counters().into_keys().collect::<Vec<_>>();
+        // librdkafka connects lazily: nothing needs to listen on the address.
+        let b = KafkaBroker::new(KafkaOptions {
+            log_dir: String::new(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(keys(&b), always);
+        *b.layout.write() = Some(Layout {
+            partitions: 8,
+            topics: HashMap::new(),
+            durability: Durability::Fsync,
+        });
+        b.stats.error_class("seek");
+        let mut want: Vec<&str> = always.to_vec();
+        want.extend([
+            "kafka_partitions_per_topic",
+            "kafka_fsync_tier",
+            "kafka_errors_seek",
+        ]);
+        want.sort_unstable();
+        assert_eq!(keys(&b), want);
+        assert_eq!(b.counters()["kafka_fsync_tier"], 1);
+        assert_eq!(b.counters()["kafka_partitions_per_topic"], 8);
+
+        let b = KafkaBroker::new(KafkaOptions {
+            log_dir: "/nonexistent/crossbench".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut want: Vec<&str> = always.to_vec();
+        want.push("kafka_log_dir_bytes_end");
+        want.sort_unstable();
+        assert_eq!(keys(&b), want);
+        assert_eq!(b.counters()["kafka_log_dir_bytes_end"], 0);
     }
 }

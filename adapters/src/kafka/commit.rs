@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::stats::{add, Stats};
+use super::stats::Stats;
 use crate::broker::StreamCounters;
 
 /// Processed but not yet committed progress of one partition.
@@ -99,14 +99,14 @@ impl Committer {
         }
         match consumer.commit(&tpl, CommitMode::Sync) {
             Ok(()) => {
-                add(&self.stats.offset_commits, 1);
-                add(&self.stats.committed_partitions, taken.len() as u64);
-                add(&self.stats.acked, records);
-                StreamCounters::add(&self.counters.acked, records);
+                self.stats.offset_commits.inc();
+                self.stats.committed_partitions.add(taken.len() as u64);
+                self.stats.acked.add(records);
+                self.counters.acked.add(records);
             }
             Err(_) => {
-                add(&self.stats.offset_commit_errors, 1);
-                StreamCounters::add(&self.counters.ack_errors, records);
+                self.stats.offset_commit_errors.inc();
+                self.counters.ack_errors.add(records);
             }
         }
     }

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::commit::Committer;
 use super::options::KafkaOptions;
 use super::partition::{self, PartitionCtl, PartitionJob};
-use super::stats::{add, Stats};
+use super::stats::Stats;
 use crate::broker::{BatchHandler, StreamCounters};
 
 pub(super) type Consumer = StreamConsumer<MemberCtx>;
@@ -70,7 +70,7 @@ impl MemberCtx {
         for e in tpl.elements_for_topic(&self.topic) {
             revoked.push(e.partition());
             if let Some(ctl) = self.parts.lock().remove(&e.partition()) {
-                add(&self.stats.partitions_revoked, 1);
+                self.stats.partitions_revoked.inc();
                 if ctl.revoke() {
                     busy.push(ctl);
                 }
@@ -80,7 +80,7 @@ impl MemberCtx {
             return;
         }
         if !busy.is_empty() {
-            add(&self.stats.revoke_waits, 1);
+            self.stats.revoke_waits.inc();
         }
         // Wait for the sets in progress, then commit what the revoked partitions have
         // processed (waiting for a periodic commit in flight), before returning.
@@ -100,7 +100,7 @@ impl MemberCtx {
             wait()
         };
         if !ok {
-            add(&self.stats.revoke_wait_timeouts, 1);
+            self.stats.revoke_wait_timeouts.inc();
         }
     }
 
@@ -118,7 +118,7 @@ impl MemberCtx {
             if let Some(old) = self.parts.lock().insert(p, ctl.clone()) {
                 old.revoke();
             }
-            add(&self.stats.partitions_assigned, 1);
+            self.stats.partitions_assigned.inc();
             let _ = self.events.send(Event::Assigned {
                 partition: p,
                 queue,
@@ -144,7 +144,7 @@ impl ClientContext for MemberCtx {
     }
 
     fn error(&self, error: KafkaError, _reason: &str) {
-        add(&self.stats.client_errors, 1);
+        self.stats.client_errors.inc();
         if let KafkaError::Global(code) = &error {
             if *code == rdkafka::types::RDKafkaErrorCode::Fatal {
                 self.fatal.store(true, Ordering::Relaxed);
@@ -155,7 +155,7 @@ impl ClientContext for MemberCtx {
 
 impl ConsumerContext for MemberCtx {
     fn pre_rebalance(&self, base: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        add(&self.stats.rebalances, 1);
+        self.stats.rebalances.inc();
         match rebalance {
             Rebalance::Assign(tpl) => self.assign(tpl),
             Rebalance::Revoke(tpl) => self.revoke(base, tpl),
@@ -222,8 +222,8 @@ pub(super) async fn run(spec: MemberSpec, stop: CancellationToken) {
     let mut backoff = Duration::from_millis(200);
     while !stop.is_cancelled() {
         if !first {
-            add(&spec.stats.member_restarts, 1);
-            StreamCounters::add(&spec.counters.reconnects, 1);
+            spec.stats.member_restarts.inc();
+            spec.counters.reconnects.inc();
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tokio::time::sleep(backoff) => {}
@@ -261,7 +261,7 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
         Ok(c) => Arc::new(c),
         Err(_) => {
             spec.stats.error_class("consumer_create");
-            StreamCounters::add(&spec.counters.receive_errors, 1);
+            spec.counters.receive_errors.inc();
             if !skip_barrier {
                 spec.start.wait().await;
             }
@@ -269,13 +269,13 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
         }
     };
     let _ = consumer.context().me.set(Arc::downgrade(&consumer));
-    add(&spec.stats.member_starts, 1);
+    spec.stats.member_starts.inc();
     if !skip_barrier {
         spec.start.wait().await;
     }
     if consumer.subscribe(&[&spec.topic]).is_err() {
         spec.stats.error_class("subscribe");
-        StreamCounters::add(&spec.counters.receive_errors, 1);
+        spec.counters.receive_errors.inc();
         return;
     }
     let pause_at = spec.opts.pause_at(spec.batch);
@@ -313,7 +313,7 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
                     // Every partition is split before it is assigned; a record here
                     // would bypass its partition task. Count it and send the partition
                     // back to it so it is read again in order.
-                    add(&spec.stats.stray_records, 1);
+                    spec.stats.stray_records.inc();
                     let _ = consumer.seek(
                         rdkafka::message::Message::topic(&m),
                         rdkafka::message::Message::partition(&m),
@@ -322,8 +322,8 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
                     );
                 }
                 Err(_) => {
-                    add(&spec.stats.fetch_errors, 1);
-                    StreamCounters::add(&spec.counters.receive_errors, 1);
+                    spec.stats.fetch_errors.inc();
+                    spec.counters.receive_errors.inc();
                     if consumer.context().fatal.load(Ordering::Relaxed)
                         || consumer.client().fatal_error().is_some()
                     {

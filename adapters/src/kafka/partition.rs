@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
 use super::member::{Consumer, PartitionQueue};
-use super::stats::{add, Stats};
+use super::stats::Stats;
 use crate::broker::{BatchHandler, Delivery, Disposition, KeyBatch, StreamCounters};
 
 /// Shared between a partition's task and the member's rebalance callback.
@@ -155,17 +155,17 @@ impl Run {
     fn push(&mut self, m: rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'_>>) {
         match m {
             Ok(m) => {
-                add(&self.job.stats.records_fetched, 1);
+                self.job.stats.records_fetched.inc();
                 let key: Arc<str> = match m.key() {
                     Some(k) => Arc::from(String::from_utf8_lossy(k).as_ref()),
                     None => {
-                        add(&self.job.stats.unkeyed_records, 1);
+                        self.job.stats.unkeyed_records.inc();
                         Arc::from("")
                     }
                 };
                 let offset = m.offset();
                 if self.skip.remove(&offset) {
-                    add(&self.job.stats.replay_skipped, 1);
+                    self.job.stats.replay_skipped.inc();
                     self.skipped_uncommitted += 1;
                     return;
                 }
@@ -178,15 +178,15 @@ impl Run {
                     match self.job.consumer.pause(&self.tpl()) {
                         Ok(()) => {
                             self.paused = true;
-                            add(&self.job.stats.pauses, 1);
+                            self.job.stats.pauses.inc();
                         }
                         Err(_) => self.job.stats.error_class("pause"),
                     }
                 }
             }
             Err(_) => {
-                add(&self.job.stats.fetch_errors, 1);
-                StreamCounters::add(&self.job.counters.receive_errors, 1);
+                self.job.stats.fetch_errors.inc();
+                self.job.counters.receive_errors.inc();
             }
         }
     }
@@ -196,7 +196,7 @@ impl Run {
             match self.job.consumer.resume(&self.tpl()) {
                 Ok(()) => {
                     self.paused = false;
-                    add(&self.job.stats.resumes, 1);
+                    self.job.stats.resumes.inc();
                 }
                 Err(_) => self.job.stats.error_class("resume"),
             }
@@ -250,7 +250,7 @@ impl Run {
         let set: Vec<Rec> = self.buf.drain(..n).collect();
         let first = set[0].offset;
         let last = set[set.len() - 1].offset;
-        add(&self.job.stats.partition_sets, 1);
+        self.job.stats.partition_sets.inc();
         // Group by key: first-seen order, offset order within a key.
         let mut index: HashMap<Arc<str>, usize> = HashMap::new();
         let mut groups: Vec<(Arc<str>, Vec<i64>, Vec<Delivery>)> = Vec::new();
@@ -272,10 +272,10 @@ impl Run {
         }
         self.max_seen = self.max_seen.max(last);
         if redelivered > 0 {
-            add(&self.job.stats.redelivered, redelivered);
-            StreamCounters::add(&self.job.counters.redelivered, redelivered);
+            self.job.stats.redelivered.add(redelivered);
+            self.job.counters.redelivered.add(redelivered);
         }
-        add(&self.job.stats.key_batches, groups.len() as u64);
+        self.job.stats.key_batches.add(groups.len() as u64);
         let handler = self.job.handler.clone();
         let work = futures::future::join_all(groups.iter().map(|(k, _, msgs)| {
             handler.handle(KeyBatch {
@@ -310,8 +310,8 @@ impl Run {
             .min()
             .expect("non-empty");
         let refused_n: u64 = refused.iter().map(|&i| groups[i].1.len() as u64).sum();
-        add(&self.job.stats.refused, refused_n);
-        StreamCounters::add(&self.job.counters.refused, refused_n);
+        self.job.stats.refused.add(refused_n);
+        self.job.counters.refused.add(refused_n);
         let mut below = 0u64;
         for (i, g) in groups.iter().enumerate() {
             if results[i] != Disposition::Ack {
@@ -335,7 +335,7 @@ impl Run {
             Offset::Offset(replay_from),
             Duration::ZERO,
         ) {
-            Ok(()) => add(&self.job.stats.replay_seeks, 1),
+            Ok(()) => self.job.stats.replay_seeks.inc(),
             Err(_) => self.job.stats.error_class("seek"),
         }
     }

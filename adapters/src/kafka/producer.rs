@@ -11,7 +11,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 
 use super::options::KafkaOptions;
-use super::stats::{add, Stats};
+use super::stats::Stats;
 use crate::error::BrokerError;
 
 /// librdkafka's delivery timeout: an undeliverable record fails after this.
@@ -74,12 +74,12 @@ pub(super) async fn publish(
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
                     // The local queue is full: wait for deliveries to drain it. The
                     // same caller retries the same record, so order is kept.
-                    add(&stats.publish_queue_full_waits, 1);
+                    stats.publish_queue_full_waits.inc();
                     record = r;
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
                 Err((e, _)) => {
-                    add(&stats.publish_errors, payloads.len() as u64);
+                    stats.publish_errors.add(payloads.len() as u64);
                     return Err(classify(&format!("produce to {topic}"), &e));
                 }
             }
@@ -100,11 +100,11 @@ pub(super) async fn publish(
             }
         }
     }
-    add(&stats.published, ok);
+    stats.published.add(ok);
     match first_err {
         None => Ok(()),
         Some(e) => {
-            add(&stats.publish_errors, payloads.len() as u64 - ok);
+            stats.publish_errors.add(payloads.len() as u64 - ok);
             Err(e)
         }
     }

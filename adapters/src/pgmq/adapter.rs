@@ -30,6 +30,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, PgPool, Postgres, Row};
@@ -42,6 +43,7 @@ use crate::broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
     Durability, FanOut, KeyBatch, StreamCounters, Topology,
 };
+use crate::counter::{self, Counter, CounterMap};
 use crate::error::BrokerError;
 use crate::lanes::lane_key;
 
@@ -57,39 +59,44 @@ struct TopicState {
     publish_sql: Arc<str>,
 }
 
-#[derive(Debug, Default)]
+/// Adapter counters (`broker_stats`, every key prefixed `pgmq_`).
+#[derive(Debug, Default, Serialize)]
 struct Stats {
-    logical_publishes: AtomicU64,
-    rows_sent: AtomicU64,
-    send_calls: AtomicU64,
-    reads: AtomicU64,
-    empty_reads: AtomicU64,
-    rows_read: AtomicU64,
-    ack_calls: AtomicU64,
-    rows_acked: AtomicU64,
-    ack_missing: AtomicU64,
-    rows_refused: AtomicU64,
-    rows_redelivered: AtomicU64,
-    rows_skipped_in_flight: AtomicU64,
-    rows_deferred: AtomicU64,
-    connections_dropped: AtomicU64,
-    ack_retries: AtomicU64,
-    /// `errors_<op>_<class>` → count.
-    errors: Mutex<BTreeMap<String, u64>>,
+    logical_publishes: Counter,
+    rows_sent: Counter,
+    send_calls: Counter,
+    reads: Counter,
+    empty_reads: Counter,
+    rows_read: Counter,
+    ack_calls: Counter,
+    rows_acked: Counter,
+    ack_missing: Counter,
+    rows_refused: Counter,
+    rows_redelivered: Counter,
+    rows_skipped_in_flight: Counter,
+    rows_deferred: Counter,
+    connections_dropped: Counter,
+    ack_retries: Counter,
+    /// `<op>_<class>` → count (`pgmq_errors_<op>_<class>`).
+    errors: CounterMap,
 }
 
 impl Stats {
     fn error(&self, op: &str, e: &BrokerError) {
-        *self
-            .errors
-            .lock()
-            .entry(format!("pgmq_errors_{op}_{}", e.class()))
-            .or_default() += 1;
+        self.errors.inc(format!("{op}_{}", e.class()));
     }
 }
 
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+/// What the snapshot adds to the counters: the configuration and what setup built.
+#[derive(Serialize)]
+struct Gauges {
+    readers_per_stream: u64,
+    visibility_timeout_s: u64,
+    pool_size: u64,
+    lanes: u64,
+    queues: u64,
+    /// Open connections, once the pool exists.
+    pool_open_conns: Option<u64>,
 }
 
 /// The pgmq broker.
@@ -291,7 +298,7 @@ impl PgmqBroker {
             let (err, drop_conn) = classify(e);
             if drop_conn {
                 conn.close_on_drop();
-                add(&self.stats.connections_dropped, 1);
+                self.stats.connections_dropped.inc();
             }
             (err, drop_conn)
         })
@@ -365,24 +372,23 @@ impl PgmqBroker {
     ) -> bool {
         let mut backoff = Duration::from_millis(50);
         for attempt in 0..4 {
-            add(&self.stats.ack_calls, 1);
+            self.stats.ack_calls.inc();
             match self.ack_once(pool, queue, ids).await {
                 Ok(n) => {
                     let n = n.max(0) as u64;
-                    add(&self.stats.rows_acked, n);
-                    add(
-                        &self.stats.ack_missing,
-                        (ids.len() as u64).saturating_sub(n),
-                    );
+                    self.stats.rows_acked.add(n);
+                    self.stats
+                        .ack_missing
+                        .add((ids.len() as u64).saturating_sub(n));
                     return true;
                 }
                 Err((e, reconnect)) => {
                     self.stats.error("ack", &e);
                     if reconnect {
-                        StreamCounters::add(&counters.reconnects, 1);
+                        counters.reconnects.inc();
                     }
                     if attempt < 3 {
-                        add(&self.stats.ack_retries, 1);
+                        self.stats.ack_retries.inc();
                         tokio::time::sleep(backoff).await;
                         backoff *= 2;
                     }
@@ -438,9 +444,9 @@ impl PgmqBroker {
                 }
                 Err((e, reconnect)) => {
                     s.cap.add_permits(got);
-                    StreamCounters::add(&counters.receive_errors, 1);
+                    counters.receive_errors.inc();
                     if reconnect {
-                        StreamCounters::add(&counters.reconnects, 1);
+                        counters.reconnects.inc();
                     }
                     self.stats.error("read", &e);
                     if nap(err_backoff, &s.stop).await {
@@ -450,10 +456,10 @@ impl PgmqBroker {
                     continue;
                 }
             };
-            add(&self.stats.reads, 1);
+            self.stats.reads.inc();
             s.cap.add_permits(got.saturating_sub(rows.len()));
             if rows.is_empty() {
-                add(&self.stats.empty_reads, 1);
+                self.stats.empty_reads.inc();
                 if nap(empty_backoff, &s.stop).await {
                     break;
                 }
@@ -461,7 +467,7 @@ impl PgmqBroker {
                 continue;
             }
             empty_backoff = o.empty_backoff;
-            add(&self.stats.rows_read, rows.len() as u64);
+            self.stats.rows_read.add(rows.len() as u64);
             if s.stop.is_cancelled() {
                 // The run is over: leave the rows to their visibility timeout.
                 s.cap.add_permits(rows.len());
@@ -512,8 +518,8 @@ impl PgmqBroker {
             }
             if stale + early.len() > 0 {
                 s.cap.add_permits(stale + early.len());
-                add(&self.stats.rows_skipped_in_flight, stale as u64);
-                add(&self.stats.rows_deferred, early.len() as u64);
+                self.stats.rows_skipped_in_flight.add(stale as u64);
+                self.stats.rows_deferred.add(early.len() as u64);
                 if !early.is_empty() {
                     self.release_rows(&s.pool, &s.queue, &early).await;
                 }
@@ -522,8 +528,8 @@ impl PgmqBroker {
             for (key, rows) in claimed {
                 let redelivered = rows.iter().filter(|r| r.read_ct > 1).count() as u64;
                 if redelivered > 0 {
-                    StreamCounters::add(&counters.redelivered, redelivered);
-                    add(&self.stats.rows_redelivered, redelivered);
+                    counters.redelivered.add(redelivered);
+                    self.stats.rows_redelivered.add(redelivered);
                 }
                 let mut ids: Vec<i64> = Vec::with_capacity(rows.len());
                 let mut messages = Vec::with_capacity(rows.len());
@@ -568,19 +574,19 @@ impl PgmqBroker {
                 match d.disposition {
                     Disposition::Ack => ack_ids.extend_from_slice(&d.ids),
                     Disposition::Refuse => {
-                        StreamCounters::add(&counters.refused, d.ids.len() as u64);
-                        add(&self.stats.rows_refused, d.ids.len() as u64);
+                        counters.refused.add(d.ids.len() as u64);
+                        self.stats.rows_refused.add(d.ids.len() as u64);
                     }
                 }
             }
             if !ack_ids.is_empty() {
                 let t_ack = std::time::Instant::now();
                 if self.ack(&s.pool, &s.queue, &ack_ids, counters).await {
-                    StreamCounters::add(&counters.acked, ack_ids.len() as u64);
-                    StreamCounters::add(&counters.ack_calls, 1);
-                    StreamCounters::add(&counters.ack_micros, t_ack.elapsed().as_micros() as u64);
+                    counters.acked.add(ack_ids.len() as u64);
+                    counters.ack_calls.inc();
+                    counters.ack_micros.add(t_ack.elapsed().as_micros() as u64);
                 } else {
-                    StreamCounters::add(&counters.ack_errors, ack_ids.len() as u64);
+                    counters.ack_errors.add(ack_ids.len() as u64);
                 }
             }
             // Release the keys only once their rows are gone (or left to the timeout).
@@ -830,7 +836,7 @@ impl Broker for PgmqBroker {
         for (_, name) in &t.queues {
             q = q.bind(name.as_str());
         }
-        add(&self.stats.send_calls, 1);
+        self.stats.send_calls.inc();
         let r: Result<i64, (BrokerError, bool)> = async {
             let mut conn = self.conn(pool).await?;
             let r = match tokio::time::timeout(self.guard(), q.fetch_one(&mut *conn)).await {
@@ -845,8 +851,8 @@ impl Broker for PgmqBroker {
         .await;
         match r {
             Ok(rows) => {
-                add(&self.stats.rows_sent, rows.max(0) as u64);
-                add(&self.stats.logical_publishes, payloads.len() as u64);
+                self.stats.rows_sent.add(rows.max(0) as u64);
+                self.stats.logical_publishes.add(payloads.len() as u64);
                 Ok(())
             }
             Err((e, _)) => {
@@ -901,49 +907,21 @@ impl Broker for PgmqBroker {
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {
-        let s = &self.stats;
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut m: BTreeMap<String, u64> = [
-            ("pgmq_logical_publishes", g(&s.logical_publishes)),
-            ("pgmq_rows_sent", g(&s.rows_sent)),
-            ("pgmq_send_calls", g(&s.send_calls)),
-            ("pgmq_reads", g(&s.reads)),
-            ("pgmq_empty_reads", g(&s.empty_reads)),
-            ("pgmq_rows_read", g(&s.rows_read)),
-            ("pgmq_ack_calls", g(&s.ack_calls)),
-            ("pgmq_ack_retries", g(&s.ack_retries)),
-            ("pgmq_rows_acked", g(&s.rows_acked)),
-            ("pgmq_ack_missing", g(&s.ack_missing)),
-            ("pgmq_rows_refused", g(&s.rows_refused)),
-            ("pgmq_rows_redelivered", g(&s.rows_redelivered)),
-            ("pgmq_rows_skipped_in_flight", g(&s.rows_skipped_in_flight)),
-            ("pgmq_rows_deferred", g(&s.rows_deferred)),
-            ("pgmq_connections_dropped", g(&s.connections_dropped)),
-            ("pgmq_readers_per_stream", self.options.readers as u64),
-            ("pgmq_visibility_timeout_s", self.options.vt_secs() as u64),
-            (
-                "pgmq_pool_size",
-                u64::from(*self.pool_size.get().unwrap_or(&0)),
-            ),
-            ("pgmq_lanes", self.lanes.load(Ordering::Relaxed)),
-            (
-                "pgmq_queues",
-                self.topics
-                    .read()
-                    .values()
-                    .map(|t| t.queues.len() as u64)
-                    .sum(),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for (k, v) in s.errors.lock().iter() {
-            m.insert(k.clone(), *v);
-        }
-        if let Some(p) = self.pool.get() {
-            m.insert("pgmq_pool_open_conns".into(), u64::from(p.size()));
-        }
+        let mut m = counter::snapshot("pgmq_", &self.stats);
+        let gauges = Gauges {
+            readers_per_stream: self.options.readers as u64,
+            visibility_timeout_s: self.options.vt_secs() as u64,
+            pool_size: u64::from(*self.pool_size.get().unwrap_or(&0)),
+            lanes: self.lanes.load(Ordering::Relaxed),
+            queues: self
+                .topics
+                .read()
+                .values()
+                .map(|t| t.queues.len() as u64)
+                .sum(),
+            pool_open_conns: self.pool.get().map(|p| u64::from(p.size())),
+        };
+        m.extend(counter::snapshot("pgmq_", &gauges));
         m
     }
 
@@ -973,6 +951,47 @@ mod tests {
             assert!(s.contains(&format!("FROM q{i})")));
             assert!(s.contains(&format!("${}::text", i + 4)));
         }
+    }
+
+    /// `broker_stats` keys as they were hand-listed before the snapshot was derived:
+    /// the counters and the configuration always, the pool's open connections once the
+    /// pool exists, one `pgmq_errors_<op>_<class>` per failure seen.
+    #[tokio::test]
+    async fn snapshot_keys_are_unchanged() {
+        let b = PgmqBroker::new(PgmqOptions::default()).unwrap();
+        let always = [
+            "pgmq_ack_calls",
+            "pgmq_ack_missing",
+            "pgmq_ack_retries",
+            "pgmq_connections_dropped",
+            "pgmq_empty_reads",
+            "pgmq_lanes",
+            "pgmq_logical_publishes",
+            "pgmq_pool_size",
+            "pgmq_queues",
+            "pgmq_readers_per_stream",
+            "pgmq_reads",
+            "pgmq_rows_acked",
+            "pgmq_rows_deferred",
+            "pgmq_rows_read",
+            "pgmq_rows_redelivered",
+            "pgmq_rows_refused",
+            "pgmq_rows_sent",
+            "pgmq_rows_skipped_in_flight",
+            "pgmq_send_calls",
+            "pgmq_visibility_timeout_s",
+        ];
+        let keys = |b: &PgmqBroker| b.counters().into_keys().collect::<Vec<_>>();
+        assert_eq!(keys(&b), always);
+        // The pool is lazy: creating it connects nothing.
+        b.pool(1).unwrap();
+        b.stats.error("read", &BrokerError::Timeout("t".into()));
+        let mut want: Vec<&str> = always.to_vec();
+        want.extend(["pgmq_pool_open_conns", "pgmq_errors_read_timeout"]);
+        want.sort_unstable();
+        assert_eq!(keys(&b), want);
+        assert_eq!(b.counters()["pgmq_visibility_timeout_s"], 30);
+        assert_eq!(b.counters()["pgmq_readers_per_stream"], 2);
     }
 
     #[test]

@@ -25,11 +25,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use reqwest::Method;
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{encode, Client, Failure};
 use super::options::PopMode;
-use super::stats::{add, Stats};
+use super::stats::Stats;
 use super::stream::Stream;
 use super::wire::{push_item, Configured, Health, PushAnswer};
 use super::{targeted, wildcard, QueenOptions};
@@ -37,6 +38,7 @@ use crate::broker::{
     BatchHandler, Broker, ConsumeOptions, DeliveryGuarantee, Description, Durability, FanOut,
     Topology,
 };
+use crate::counter;
 use crate::error::BrokerError;
 use crate::lanes::lane_key;
 
@@ -60,6 +62,15 @@ enum DedupSupport {
     NotSupported,
 }
 
+/// What the snapshot adds to the counters: the configuration and what setup learned.
+#[derive(Serialize)]
+struct Gauges {
+    pop_workers_per_stream: u64,
+    lease_seconds: u64,
+    partitions_per_queue: u64,
+    dedup_window_supported: u64,
+}
+
 /// The Queen broker.
 #[derive(Debug)]
 pub struct QueenBroker {
@@ -70,7 +81,6 @@ pub struct QueenBroker {
     /// Transaction ids: `<nonce>-<seq>`, unique per broker instance and process.
     tx_nonce: String,
     tx_seq: AtomicU64,
-    workers_started: AtomicU64,
     last_error: Mutex<Option<String>>,
 }
 
@@ -90,7 +100,6 @@ impl QueenBroker {
             stats: Arc::new(Stats::default()),
             tx_nonce,
             tx_seq: AtomicU64::new(0),
-            workers_started: AtomicU64::new(0),
             last_error: Mutex::new(None),
         })
     }
@@ -381,7 +390,7 @@ impl Broker for QueenBroker {
             push_item(&mut body, topic, &lane, &tx, p);
         }
         body.extend_from_slice(b"]}");
-        add(&self.stats.push_requests, 1);
+        self.stats.push_requests.inc();
         let stats = &self.stats;
         let r: Result<PushAnswer, Failure> = self
             .client
@@ -394,7 +403,7 @@ impl Broker for QueenBroker {
                 |e, again| {
                     stats.error("push", e);
                     if again {
-                        add(&stats.push_retries, 1);
+                        stats.push_retries.inc();
                     }
                 },
             )
@@ -438,9 +447,9 @@ impl Broker for QueenBroker {
                 }
             }
         }
-        add(&self.stats.push_duplicates, dups);
-        add(&self.stats.push_buffered, buffered);
-        add(&self.stats.messages_pushed, payloads.len() as u64);
+        self.stats.push_duplicates.add(dups);
+        self.stats.push_buffered.add(buffered);
+        self.stats.messages_pushed.add(payloads.len() as u64);
         Ok(())
     }
 
@@ -492,7 +501,7 @@ impl Broker for QueenBroker {
             }
             PopMode::Targeted => {
                 let limit = targeted::claim_limit(options.lanes, o.claims_per_lane);
-                add(&self.stats.claim_slots, limit as u64);
+                self.stats.claim_slots.add(limit as u64);
                 let slots = Arc::new(tokio::sync::Semaphore::new(limit));
                 let names = targeted::partition_names(keys, lanes);
                 for i in 0..workers {
@@ -509,7 +518,7 @@ impl Broker for QueenBroker {
                 }
             }
         }
-        add(&self.workers_started, tasks.len() as u64);
+        self.stats.pop_workers_started.add(tasks.len() as u64);
         for t in tasks {
             if let Err(e) = t.await {
                 // A panicking handler: report it, the other workers went on.
@@ -521,22 +530,15 @@ impl Broker for QueenBroker {
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {
-        let mut m = self.stats.snapshot();
+        let mut m = counter::snapshot("queen_", &*self.stats);
         let s = self.setup.read();
-        m.insert(
-            "queen_pop_workers_started".into(),
-            self.workers_started.load(Ordering::Relaxed),
-        );
-        m.insert(
-            "queen_pop_workers_per_stream".into(),
-            self.options.workers_for(s.lanes) as u64,
-        );
-        m.insert("queen_lease_seconds".into(), self.options.lease_secs());
-        m.insert("queen_partitions_per_queue".into(), s.lanes);
-        m.insert(
-            "queen_dedup_window_supported".into(),
-            u64::from(s.dedup == DedupSupport::Configured),
-        );
+        let gauges = Gauges {
+            pop_workers_per_stream: self.options.workers_for(s.lanes) as u64,
+            lease_seconds: self.options.lease_secs(),
+            partitions_per_queue: s.lanes,
+            dedup_window_supported: u64::from(s.dedup == DedupSupport::Configured),
+        };
+        m.extend(counter::snapshot("queen_", &gauges));
         m
     }
 
@@ -557,6 +559,51 @@ mod tests {
         })
         .unwrap_err();
         assert!(matches!(e, BrokerError::Config { ref field, .. } if field == "queen.url"));
+    }
+
+    /// `broker_stats` keys as they were hand-listed before the snapshot was derived:
+    /// the counters and the configuration always, one `queen_errors_<op>_<class>` per
+    /// failure seen.
+    #[test]
+    fn snapshot_keys_are_unchanged() {
+        let always = [
+            "queen_ack_errors",
+            "queen_ack_requests",
+            "queen_ack_retries",
+            "queen_acked",
+            "queen_auto_ack_refused_lost",
+            "queen_claim_slots",
+            "queen_claim_waits",
+            "queen_dedup_window_supported",
+            "queen_empty_pops",
+            "queen_lease_seconds",
+            "queen_messages_popped",
+            "queen_messages_pushed",
+            "queen_partitions_claimed",
+            "queen_partitions_per_queue",
+            "queen_pop_workers_per_stream",
+            "queen_pop_workers_started",
+            "queen_pops",
+            "queen_push_buffered",
+            "queen_push_duplicates",
+            "queen_push_requests",
+            "queen_push_retries",
+            "queen_redelivered",
+            "queen_refused_messages",
+            "queen_released_batches",
+            "queen_skipped_in_flight",
+            "queen_sweeps",
+        ];
+        let b = QueenBroker::new(QueenOptions::default()).unwrap();
+        let keys = |b: &QueenBroker| b.counters().into_keys().collect::<Vec<_>>();
+        assert_eq!(keys(&b), always);
+        b.stats
+            .error("push", &BrokerError::Timeout("no answer".into()));
+        let mut want: Vec<&str> = always.to_vec();
+        want.push("queen_errors_push_timeout");
+        want.sort_unstable();
+        assert_eq!(keys(&b), want);
+        assert_eq!(b.counters()["queen_errors_push_timeout"], 1);
     }
 
     #[test]

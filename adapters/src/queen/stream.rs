@@ -18,7 +18,7 @@ use reqwest::Method;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{body_error, Client, Failure};
-use super::stats::{add, Stats};
+use super::stats::Stats;
 use super::wire::{
     is_empty_pop, AckAnswer, AckBatch, AckItem, PopAnswer, PopMessage, COMPLETED, RETRY,
 };
@@ -120,7 +120,7 @@ impl Stream {
 
     /// One pop; its claims (empty when there was nothing). Failures are counted here.
     pub async fn pop(&self, path_and_query: &str, wait: Duration) -> Result<Vec<Claim>, Failure> {
-        add(&self.stats.pops, 1);
+        self.stats.pops.inc();
         // Long polls answer ~150 ms after their timeout when nothing comes.
         let extra = if wait.is_zero() {
             Duration::ZERO
@@ -141,7 +141,7 @@ impl Stream {
         if answer.success == Some(false) || answer.error.is_some() {
             let e = answer.error.unwrap_or_default();
             if is_empty_pop(&e) || (e.is_empty() && answer.messages.is_empty()) {
-                add(&self.stats.empty_pops, 1);
+                self.stats.empty_pops.inc();
                 return Ok(Vec::new());
             }
             let f = body_error("pop", &e);
@@ -149,17 +149,17 @@ impl Stream {
             return Err(f);
         }
         if answer.messages.is_empty() {
-            add(&self.stats.empty_pops, 1);
+            self.stats.empty_pops.inc();
             return Ok(Vec::new());
         }
-        add(&self.stats.messages_popped, answer.messages.len() as u64);
+        self.stats.messages_popped.add(answer.messages.len() as u64);
         let claims = claims_of(answer.messages, answer.lease_id.as_deref());
-        add(&self.stats.partitions_claimed, claims.len() as u64);
+        self.stats.partitions_claimed.add(claims.len() as u64);
         Ok(claims)
     }
 
     fn failed_pop(&self, f: &Failure) {
-        StreamCounters::add(&self.counters.receive_errors, 1);
+        self.counters.receive_errors.inc();
         self.stats.error("pop", &f.error);
     }
 
@@ -167,7 +167,7 @@ impl Stream {
     pub fn try_claim(&self, partition: &str) -> bool {
         let fresh = self.in_flight.lock().insert(partition.to_string());
         if !fresh {
-            add(&self.stats.skipped_in_flight, 1);
+            self.stats.skipped_in_flight.inc();
         }
         fresh
     }
@@ -195,8 +195,8 @@ impl Stream {
                 .collect()
         };
         if redelivered > 0 {
-            StreamCounters::add(&self.counters.redelivered, redelivered);
-            add(&self.stats.redelivered, redelivered);
+            self.counters.redelivered.add(redelivered);
+            self.stats.redelivered.add(redelivered);
         }
         let batch = KeyBatch {
             key: Arc::from(claim.partition.as_str()),
@@ -225,11 +225,11 @@ impl Stream {
             // this group (auto-ack runs one pop loop per stream, so this is only the
             // stop path).
             let n: u64 = claims.iter().map(|c| c.messages.len() as u64).sum();
-            add(&self.stats.auto_ack_refused_lost, n);
+            self.stats.auto_ack_refused_lost.add(n);
             return;
         }
         let items: Vec<AckItem> = claims.iter().filter_map(|c| self.retry_item(c)).collect();
-        add(&self.stats.released_batches, items.len() as u64);
+        self.stats.released_batches.add(items.len() as u64);
         self.remember(
             claims
                 .iter()
@@ -265,13 +265,13 @@ impl Stream {
             let n = c.messages.len() as u64;
             match (d, self.auto_ack) {
                 (Disposition::Ack, true) => {
-                    StreamCounters::add(&self.counters.acked, n);
-                    add(&self.stats.acked, n);
+                    self.counters.acked.add(n);
+                    self.stats.acked.add(n);
                 }
                 (Disposition::Refuse, true) => {
-                    StreamCounters::add(&self.counters.refused, n);
-                    add(&self.stats.refused_messages, n);
-                    add(&self.stats.auto_ack_refused_lost, n);
+                    self.counters.refused.add(n);
+                    self.stats.refused_messages.add(n);
+                    self.stats.auto_ack_refused_lost.add(n);
                 }
                 (Disposition::Ack, false) => {
                     completed += n;
@@ -284,9 +284,9 @@ impl Stream {
                     }));
                 }
                 (Disposition::Refuse, false) => {
-                    StreamCounters::add(&self.counters.refused, n);
-                    add(&self.stats.refused_messages, n);
-                    add(&self.stats.released_batches, 1);
+                    self.counters.refused.add(n);
+                    self.stats.refused_messages.add(n);
+                    self.stats.released_batches.inc();
                     self.remember(c.messages.iter().map(|m| m.transaction_id.clone()));
                     items.extend(self.retry_item(c));
                 }
@@ -309,17 +309,17 @@ impl Stream {
                         lost.push(item.transaction_id.clone());
                     }
                 }
-                StreamCounters::add(&self.counters.acked, ok);
-                add(&self.stats.acked, ok);
+                self.counters.acked.add(ok);
+                self.stats.acked.add(ok);
                 if !lost.is_empty() {
-                    StreamCounters::add(&self.counters.ack_errors, lost.len() as u64);
-                    add(&self.stats.ack_errors, lost.len() as u64);
+                    self.counters.ack_errors.add(lost.len() as u64);
+                    self.stats.ack_errors.add(lost.len() as u64);
                     self.remember(lost.into_iter());
                 }
             }
             None => {
-                StreamCounters::add(&self.counters.ack_errors, completed);
-                add(&self.stats.ack_errors, completed);
+                self.counters.ack_errors.add(completed);
+                self.stats.ack_errors.add(completed);
                 self.remember(
                     items
                         .iter()
@@ -342,7 +342,7 @@ impl Stream {
             acknowledgments: items,
         })
         .expect("ack body serialises");
-        add(&self.stats.ack_requests, 1);
+        self.stats.ack_requests.inc();
         let stats = &self.stats;
         let r: Result<AckAnswer, Failure> = self
             .client
@@ -355,7 +355,7 @@ impl Stream {
                 |e, again| {
                     stats.error("ack", e);
                     if again {
-                        add(&stats.ack_retries, 1);
+                        stats.ack_retries.inc();
                     }
                 },
             )

@@ -11,7 +11,6 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::client::encode;
-use super::stats::add;
 use super::stream::{nap, Stream};
 
 /// Partition names of a topic: the keys themselves (`p<N>`) when every key has its own
@@ -66,7 +65,7 @@ pub(crate) async fn sweep_loop(
     let mut err_backoff = Duration::from_millis(50);
     'run: loop {
         let start = Instant::now();
-        add(&s.stats.sweeps, 1);
+        s.stats.sweeps.inc();
         for (partition, path) in &paths {
             if s.stop.is_cancelled() {
                 break 'run;
@@ -78,7 +77,7 @@ pub(crate) async fn sweep_loop(
             let slot = match slots.clone().try_acquire_owned() {
                 Ok(p) => p,
                 Err(_) => {
-                    add(&s.stats.claim_waits, 1);
+                    s.stats.claim_waits.inc();
                     tokio::select! {
                         _ = s.stop.cancelled() => break 'run,
                         p = slots.clone().acquire_owned() => match p {

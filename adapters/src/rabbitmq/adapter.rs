@@ -26,7 +26,7 @@
 //! positions, so per-key order survives the redelivery. The channel is then reopened.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +43,7 @@ use lapin::{
     BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
 };
 use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -52,6 +53,7 @@ use crate::broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
     Durability, FanOut, KeyBatch, StreamCounters, Topology,
 };
+use crate::counter::{self, Counter, CounterMap};
 use crate::error::BrokerError;
 use crate::lanes::{fnv1a32, lane_of};
 
@@ -60,40 +62,48 @@ const OP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the CLI may take (reset listing, cost snapshot).
 const CTL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Adapter counters (`broker_stats`).
-#[derive(Debug, Default)]
+/// Adapter counters (`broker_stats`, every key prefixed `rabbit_`).
+#[derive(Debug, Default, Serialize)]
 struct Stats {
-    logical_published: AtomicU64,
-    client_publishes: AtomicU64,
-    broker_copies: AtomicU64,
-    confirm_nacks: AtomicU64,
-    publish_errors: AtomicU64,
-    deliveries: AtomicU64,
-    acked: AtomicU64,
-    refused: AtomicU64,
-    ack_errors: AtomicU64,
-    receive_errors: AtomicU64,
-    redelivered: AtomicU64,
-    multiple_acks: AtomicU64,
-    single_acks: AtomicU64,
-    channel_reopens: AtomicU64,
-    refusal_channel_closes: AtomicU64,
-    publish_reconnects: AtomicU64,
-    consumer_reconnects: AtomicU64,
-    gathered_sets: AtomicU64,
-    reset_deleted_queues: AtomicU64,
-    reset_deleted_exchanges: AtomicU64,
-    errors: Mutex<BTreeMap<&'static str, u64>>,
-}
-
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+    logical_published: Counter,
+    client_publishes: Counter,
+    broker_copies: Counter,
+    confirm_nacks: Counter,
+    publish_errors: Counter,
+    deliveries: Counter,
+    acked: Counter,
+    refused: Counter,
+    ack_errors: Counter,
+    receive_errors: Counter,
+    redelivered: Counter,
+    multiple_acks: Counter,
+    single_acks: Counter,
+    channel_reopens: Counter,
+    refusal_channel_closes: Counter,
+    publish_reconnects: Counter,
+    consumer_reconnects: Counter,
+    gathered_sets: Counter,
+    reset_deleted_queues: Counter,
+    reset_deleted_exchanges: Counter,
+    /// Class → count (`rabbit_errors_<class>`).
+    errors: CounterMap,
 }
 
 impl Stats {
     fn error(&self, e: &BrokerError) {
-        *self.errors.lock().entry(e.class().name()).or_default() += 1;
+        self.errors.inc(e.class().name());
     }
+}
+
+/// What the snapshot adds to the counters: the configuration, and what setup built
+/// (absent before setup).
+#[derive(Serialize)]
+struct Gauges {
+    publish_channels: u64,
+    quorum: u64,
+    queues: Option<u64>,
+    queues_per_group: Option<u64>,
+    consumer_connections: Option<u64>,
 }
 
 /// What `setup` built, read by `publish` and `consume`.
@@ -277,7 +287,7 @@ impl Inner {
                 let had = self.publisher.lock().conn.is_some();
                 let c = Arc::new(self.connect("publish").await?);
                 if had {
-                    add(&self.stats.publish_reconnects, 1);
+                    self.stats.publish_reconnects.inc();
                 }
                 let mut st = self.publisher.lock();
                 st.conn = Some(c.clone());
@@ -346,13 +356,13 @@ impl Inner {
             {
                 Ok(c) => confirms.push(c),
                 Err(e) => {
-                    add(&self.stats.publish_errors, payloads.len() as u64);
+                    self.stats.publish_errors.add(payloads.len() as u64);
                     self.pub_channel_broken(idx, &ch);
                     return Err(self.err_conn(format!("basic.publish to {}: {e}", t.exchange)));
                 }
             }
         }
-        add(&self.stats.client_publishes, payloads.len() as u64);
+        self.stats.client_publishes.add(payloads.len() as u64);
         let mut nacked = 0u64;
         let mut failed: Option<String> = None;
         for c in confirms {
@@ -373,13 +383,13 @@ impl Inner {
             }
         }
         if let Some(f) = failed {
-            add(&self.stats.publish_errors, payloads.len() as u64);
+            self.stats.publish_errors.add(payloads.len() as u64);
             self.pub_channel_broken(idx, &ch);
             return Err(self.err_conn(f));
         }
         if nacked > 0 {
-            add(&self.stats.confirm_nacks, nacked);
-            add(&self.stats.publish_errors, payloads.len() as u64);
+            self.stats.confirm_nacks.add(nacked);
+            self.stats.publish_errors.add(payloads.len() as u64);
             return Err(self.err_refused(format!(
                 "{nacked} of {} publishes to {} nacked by the broker",
                 payloads.len(),
@@ -387,8 +397,8 @@ impl Inner {
             )));
         }
         let n = payloads.len() as u64;
-        add(&self.stats.logical_published, n);
-        add(&self.stats.broker_copies, n * t.groups.len() as u64);
+        self.stats.logical_published.add(n);
+        self.stats.broker_copies.add(n * t.groups.len() as u64);
         Ok(())
     }
 
@@ -403,7 +413,7 @@ impl Inner {
                 let had = g.is_some();
                 let c = Arc::new(self.connect(&format!("consume-{}", slot.index)).await?);
                 if had {
-                    add(&self.stats.consumer_reconnects, 1);
+                    self.stats.consumer_reconnects.inc();
                 }
                 *g = Some(c);
             }
@@ -443,8 +453,8 @@ impl Inner {
         let mut first_open = true;
         while !stop.is_cancelled() {
             if !first_open {
-                StreamCounters::add(&counters.reconnects, 1);
-                add(&self.stats.channel_reopens, 1);
+                counters.reconnects.inc();
+                self.stats.channel_reopens.inc();
             }
             first_open = false;
             let opened = async {
@@ -472,8 +482,8 @@ impl Inner {
             let (ch, mut consumer) = match opened {
                 Ok(x) => x,
                 Err(_) => {
-                    StreamCounters::add(&counters.receive_errors, 1);
-                    add(&self.stats.receive_errors, 1);
+                    counters.receive_errors.inc();
+                    self.stats.receive_errors.inc();
                     tokio::select! {
                         _ = stop.cancelled() => break,
                         _ = tokio::time::sleep(backoff) => {}
@@ -511,8 +521,8 @@ impl Inner {
                 if broken {
                     // Deliveries gathered before the break cannot be acked any more
                     // (their channel is gone); the broker requeues them.
-                    StreamCounters::add(&counters.receive_errors, 1);
-                    add(&self.stats.receive_errors, 1);
+                    counters.receive_errors.inc();
+                    self.stats.receive_errors.inc();
                     self.stats.error(&BrokerError::Connection(String::new()));
                     break 'sets;
                 }
@@ -537,8 +547,8 @@ impl Inner {
         counters: &Arc<StreamCounters>,
     ) -> SetEnd {
         let total = set.len() as u64;
-        add(&self.stats.deliveries, total);
-        add(&self.stats.gathered_sets, 1);
+        self.stats.deliveries.add(total);
+        self.stats.gathered_sets.inc();
         let last_tag = set.iter().map(|d| d.delivery_tag).max().unwrap_or(0);
         // Group by key, keeping first-appearance order and per-key delivery order.
         let mut index: HashMap<String, usize> = HashMap::new();
@@ -565,8 +575,8 @@ impl Inner {
             });
         }
         if redelivered > 0 {
-            StreamCounters::add(&counters.redelivered, redelivered);
-            add(&self.stats.redelivered, redelivered);
+            counters.redelivered.add(redelivered);
+            self.stats.redelivered.add(redelivered);
         }
         // Every key of the set concurrently; one key appears once per set.
         let results = futures::future::join_all(groups.iter().map(|(k, _, msgs)| {
@@ -590,15 +600,15 @@ impl Inner {
             .await;
             return match r {
                 Ok(()) => {
-                    add(&self.stats.multiple_acks, 1);
-                    add(&self.stats.acked, total);
-                    StreamCounters::add(&counters.acked, total);
+                    self.stats.multiple_acks.inc();
+                    self.stats.acked.add(total);
+                    counters.acked.add(total);
                     SetEnd::Continue
                 }
                 Err(e) => {
                     let _ = self.err_conn(e);
-                    add(&self.stats.ack_errors, total);
-                    StreamCounters::add(&counters.ack_errors, total);
+                    self.stats.ack_errors.add(total);
+                    counters.ack_errors.add(total);
                     SetEnd::Reopen
                 }
             };
@@ -606,8 +616,8 @@ impl Inner {
         // Some key-batch was refused: ack the accepted deliveries one by one, then
         // close the channel so the broker requeues everything else this consumer holds
         // (refused batches and later prefetched deliveries) in queue order.
-        add(&self.stats.refused, refused);
-        StreamCounters::add(&counters.refused, refused);
+        self.stats.refused.add(refused);
+        counters.refused.add(refused);
         for ((_, tags, _), r) in groups.iter().zip(&results) {
             if *r != Disposition::Ack {
                 continue;
@@ -620,19 +630,19 @@ impl Inner {
                 .await
                 {
                     Ok(()) => {
-                        add(&self.stats.single_acks, 1);
-                        add(&self.stats.acked, 1);
-                        StreamCounters::add(&counters.acked, 1);
+                        self.stats.single_acks.inc();
+                        self.stats.acked.inc();
+                        counters.acked.inc();
                     }
                     Err(e) => {
                         let _ = self.err_conn(e);
-                        add(&self.stats.ack_errors, 1);
-                        StreamCounters::add(&counters.ack_errors, 1);
+                        self.stats.ack_errors.inc();
+                        counters.ack_errors.inc();
                     }
                 }
             }
         }
-        add(&self.stats.refusal_channel_closes, 1);
+        self.stats.refusal_channel_closes.inc();
         SetEnd::Reopen
     }
 
@@ -728,8 +738,8 @@ impl Inner {
             .await
             .map_err(|e| self.err_refused(format!("reset: {e}")))?;
         }
-        add(&self.stats.reset_deleted_queues, nq);
-        add(&self.stats.reset_deleted_exchanges, nx);
+        self.stats.reset_deleted_queues.add(nq);
+        self.stats.reset_deleted_exchanges.add(nx);
         for ch in chans {
             self.close_channel(&ch).await;
         }
@@ -1062,45 +1072,16 @@ impl Broker for RabbitBroker {
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {
-        let s = &self.inner.stats;
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, v: u64| {
-            m.insert(format!("rabbit_{k}"), v);
+        let mut m = counter::snapshot("rabbit_", &self.inner.stats);
+        let layout = self.inner.layout.read().clone();
+        let gauges = Gauges {
+            publish_channels: self.inner.opts.publish_channels as u64,
+            quorum: u64::from(self.inner.opts.queue_type == QueueType::Quorum),
+            queues: layout.as_ref().map(|l| l.physical_queues),
+            queues_per_group: layout.as_ref().map(|l| l.queues_per_group),
+            consumer_connections: layout.as_ref().map(|l| l.consumer_connections as u64),
         };
-        put("logical_published", g(&s.logical_published));
-        put("client_publishes", g(&s.client_publishes));
-        put("broker_copies", g(&s.broker_copies));
-        put("confirm_nacks", g(&s.confirm_nacks));
-        put("publish_errors", g(&s.publish_errors));
-        put("deliveries", g(&s.deliveries));
-        put("acked", g(&s.acked));
-        put("refused", g(&s.refused));
-        put("ack_errors", g(&s.ack_errors));
-        put("receive_errors", g(&s.receive_errors));
-        put("redelivered", g(&s.redelivered));
-        put("multiple_acks", g(&s.multiple_acks));
-        put("single_acks", g(&s.single_acks));
-        put("gathered_sets", g(&s.gathered_sets));
-        put("channel_reopens", g(&s.channel_reopens));
-        put("refusal_channel_closes", g(&s.refusal_channel_closes));
-        put("publish_reconnects", g(&s.publish_reconnects));
-        put("consumer_reconnects", g(&s.consumer_reconnects));
-        put("reset_deleted_queues", g(&s.reset_deleted_queues));
-        put("reset_deleted_exchanges", g(&s.reset_deleted_exchanges));
-        put("publish_channels", self.inner.opts.publish_channels as u64);
-        put(
-            "quorum",
-            u64::from(self.inner.opts.queue_type == QueueType::Quorum),
-        );
-        if let Some(l) = &*self.inner.layout.read() {
-            put("queues", l.physical_queues);
-            put("queues_per_group", l.queues_per_group);
-            put("consumer_connections", l.consumer_connections as u64);
-        }
-        for (class, n) in s.errors.lock().iter() {
-            m.insert(format!("rabbit_errors_{class}"), *n);
-        }
+        m.extend(counter::snapshot("rabbit_", &gauges));
         if self.inner.opts.cost_snapshot {
             match self.cost_snapshot() {
                 Ok(snap) => m.extend(snap.to_counters("rabbit_end_")),
@@ -1146,6 +1127,74 @@ mod tests {
             "cb.b.g1.hash".into(),
         ]);
         assert_eq!(got, ["cb.a", "cb.b", "cb.a.g1.hash", "cb.b.g1.hash"]);
+    }
+
+    /// `broker_stats` keys as they were hand-listed before the snapshot was derived:
+    /// the counters and the configuration always, the layout's once setup ran, one
+    /// `rabbit_errors_<class>` per class seen, the end-of-run snapshot when asked for.
+    #[test]
+    fn snapshot_keys_are_unchanged() {
+        let always = [
+            "rabbit_ack_errors",
+            "rabbit_acked",
+            "rabbit_broker_copies",
+            "rabbit_channel_reopens",
+            "rabbit_client_publishes",
+            "rabbit_confirm_nacks",
+            "rabbit_consumer_reconnects",
+            "rabbit_deliveries",
+            "rabbit_gathered_sets",
+            "rabbit_logical_published",
+            "rabbit_multiple_acks",
+            "rabbit_publish_channels",
+            "rabbit_publish_errors",
+            "rabbit_publish_reconnects",
+            "rabbit_quorum",
+            "rabbit_receive_errors",
+            "rabbit_redelivered",
+            "rabbit_refusal_channel_closes",
+            "rabbit_refused",
+            "rabbit_reset_deleted_exchanges",
+            "rabbit_reset_deleted_queues",
+            "rabbit_single_acks",
+        ];
+        let keys = |b: &RabbitBroker| b.counters().into_keys().collect::<Vec<_>>();
+        let b = RabbitBroker::new(RabbitOptions {
+            cost_snapshot: false,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(keys(&b), always);
+        *b.inner.layout.write() = Some(Arc::new(Layout {
+            idiom: Idiom::LaneQueues,
+            queues_per_group: 4,
+            topics: HashMap::new(),
+            physical_queues: 8,
+            consumer_connections: 2,
+        }));
+        b.inner.stats.error(&BrokerError::Connection("x".into()));
+        let mut want: Vec<&str> = always.to_vec();
+        want.extend([
+            "rabbit_queues",
+            "rabbit_queues_per_group",
+            "rabbit_consumer_connections",
+            "rabbit_errors_connection",
+        ]);
+        want.sort_unstable();
+        assert_eq!(keys(&b), want);
+        assert_eq!(b.counters()["rabbit_queues"], 8);
+        assert_eq!(b.counters()["rabbit_publish_channels"], 16);
+
+        // The end-of-run snapshot, when its CLI fails, says so in one key.
+        let b = RabbitBroker::new(RabbitOptions {
+            rabbitmqctl: "/nonexistent/rabbitmqctl".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut want: Vec<&str> = always.to_vec();
+        want.push("rabbit_end_snapshot_failed");
+        want.sort_unstable();
+        assert_eq!(keys(&b), want);
     }
 
     #[test]

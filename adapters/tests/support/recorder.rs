@@ -1,7 +1,8 @@
 //! What a consumer group processed, as the contract tests check it: a batch handler
-//! that records every delivery per key, notices a key in two handler calls at once,
-//! can refuse one batch and can be slow on one key; plus starting and stopping the
-//! groups' consumers and publishing `{"k":…,"seq":…}` payloads.
+//! that records every delivery per key, notices a key in two handler calls at once and
+//! a message filed under another key's batch, can refuse chosen batches and can be
+//! slow on one key; plus starting and stopping the groups' consumers and publishing
+//! `{"k":…,"seq":…}` payloads.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use adapters::lanes::lane_key;
 use adapters::{
     BatchHandler, Broker, BrokerError, ConsumeOptions, Disposition, Durability, KeyBatch,
     StreamCounters, TopicSpec, Topology,
@@ -58,16 +60,29 @@ pub struct Recorder {
     pub group: String,
     /// Per key, each processed seq in order with its redelivered flag.
     seen: Mutex<HashMap<String, Vec<(u64, bool)>>>,
-    in_flight: Mutex<HashSet<Arc<str>>>,
+    /// Batch keys and payload keys in a handler call right now.
+    in_flight: Mutex<HashSet<String>>,
     overlaps: AtomicU64,
     processed: AtomicU64,
     redelivered_seen: AtomicU64,
-    refuse_once: Mutex<Option<(String, u64)>>,
-    refused: Mutex<Vec<(String, u64)>>,
-    refused_batches: AtomicU64,
+    /// Refuse, once each, the first batch holding one of these (key, seq).
+    refuse: Mutex<Vec<(String, u64)>>,
+    /// Every refused batch, its messages as (key, seq).
+    refused: Mutex<Vec<Vec<(String, u64)>>>,
     refused_at: Mutex<Option<Instant>>,
-    redelivered_at: Mutex<Option<Instant>>,
+    /// When a message of a refused batch was first handed over again.
+    back_at: Mutex<Option<Instant>>,
     done_at: Mutex<HashMap<String, Instant>>,
+    /// Every processed message as (key, seq), in the order the handler calls finished.
+    log: Mutex<Vec<(String, u64)>>,
+    /// Messages found in a batch whose key is not theirs.
+    misfiled: Mutex<Vec<String>>,
+    /// `Some((lanes, keys))`: a batch's key is the lane of its messages' keys
+    /// (`lanes::lane_key`), not the key itself.
+    lane_batches: Option<(u64, u64)>,
+    batch_keys: Mutex<HashSet<String>>,
+    /// The most messages one batch held.
+    largest_batch: AtomicU64,
     /// Sleep per handler call, so keys overlap in time.
     work: Duration,
     /// Sleep per message of this key instead (the slow key).
@@ -86,12 +101,16 @@ impl Recorder {
             overlaps: AtomicU64::new(0),
             processed: AtomicU64::new(0),
             redelivered_seen: AtomicU64::new(0),
-            refuse_once: Mutex::new(None),
+            refuse: Mutex::new(Vec::new()),
             refused: Mutex::new(Vec::new()),
-            refused_batches: AtomicU64::new(0),
             refused_at: Mutex::new(None),
-            redelivered_at: Mutex::new(None),
+            back_at: Mutex::new(None),
             done_at: Mutex::new(HashMap::new()),
+            log: Mutex::new(Vec::new()),
+            misfiled: Mutex::new(Vec::new()),
+            lane_batches: None,
+            batch_keys: Mutex::new(HashSet::new()),
+            largest_batch: AtomicU64::new(0),
             work: Duration::from_millis(2),
             slow: None,
             budget: None,
@@ -100,7 +119,19 @@ impl Recorder {
 
     /// Refuse, once, the first batch that holds (key, seq).
     pub fn refusing(self, refuse: Option<(String, u64)>) -> Self {
-        *self.refuse_once.lock() = refuse;
+        self.refusing_each(refuse.into_iter().collect())
+    }
+
+    /// Refuse, once each, the first batch that holds one of these (key, seq).
+    pub fn refusing_each(self, refuse: Vec<(String, u64)>) -> Self {
+        *self.refuse.lock() = refuse;
+        self
+    }
+
+    /// Batches are lanes: a batch's key is `lane_key(key, lanes, keys)` of each of its
+    /// messages' keys (by default it is the key itself).
+    pub fn lane_batches(mut self, lanes: u64, keys: u64) -> Self {
+        self.lane_batches = Some((lanes, keys));
         self
     }
 
@@ -141,18 +172,45 @@ impl Recorder {
     }
 
     pub fn refused_batches(&self) -> u64 {
-        self.refused_batches.load(Ordering::Relaxed)
+        self.refused.lock().len() as u64
     }
 
-    /// (key, seq) of every message in the refused batch.
+    /// (key, seq) of every message in the first refused batch.
     pub fn refused(&self) -> Vec<(String, u64)> {
-        self.refused.lock().clone()
+        self.refused.lock().first().cloned().unwrap_or_default()
     }
 
-    /// When the batch was refused, and when the refused (key, seq) first came back
-    /// flagged redelivered.
+    /// Messages in refused batches, all of them.
+    pub fn refused_messages(&self) -> u64 {
+        self.refused.lock().iter().map(|b| b.len() as u64).sum()
+    }
+
+    /// When the first batch was refused, and when a message of a refused batch was
+    /// first handed over again (at the start of that handler call).
     pub fn refused_then_back(&self) -> (Option<Instant>, Option<Instant>) {
-        (*self.refused_at.lock(), *self.redelivered_at.lock())
+        (*self.refused_at.lock(), *self.back_at.lock())
+    }
+
+    /// Messages found in a batch of another key (or lane), as `key in batch`.
+    pub fn misfiled(&self) -> Vec<String> {
+        self.misfiled.lock().clone()
+    }
+
+    /// The batch keys seen, sorted.
+    pub fn batch_keys(&self) -> Vec<String> {
+        let mut k: Vec<String> = self.batch_keys.lock().iter().cloned().collect();
+        k.sort();
+        k
+    }
+
+    /// The most messages one batch held.
+    pub fn largest_batch(&self) -> u64 {
+        self.largest_batch.load(Ordering::Relaxed)
+    }
+
+    /// Every processed message as (key, seq), in the order the handler calls finished.
+    pub fn log(&self) -> Vec<(String, u64)> {
+        self.log.lock().clone()
     }
 
     /// Keys processed at least once.
@@ -183,7 +241,13 @@ impl Recorder {
         assert_eq!(
             self.overlaps(),
             0,
-            "{}: a key was in two handler calls at once",
+            "{}: a key was in two handler calls at once; {context}",
+            self.group
+        );
+        let misfiled = self.misfiled();
+        assert!(
+            misfiled.is_empty(),
+            "{}: messages in another key's batch: {misfiled:?}; {context}",
             self.group
         );
         assert_eq!(
@@ -226,9 +290,7 @@ pub async fn wait_all<R: std::borrow::Borrow<Recorder>>(recs: &[R], want: u64, l
 #[async_trait]
 impl BatchHandler for Recorder {
     async fn handle(&self, batch: KeyBatch) -> Disposition {
-        if !self.in_flight.lock().insert(batch.key.clone()) {
-            self.overlaps.fetch_add(1, Ordering::Relaxed);
-        }
+        let entered = Instant::now();
         let msgs: Vec<(String, u64, bool)> = batch
             .messages
             .iter()
@@ -237,8 +299,51 @@ impl BatchHandler for Recorder {
                 (k, s, m.redelivered)
             })
             .collect();
+        // The batch's key and its messages' keys are taken for the call: finding one
+        // already taken is a key in two handler calls at once.
+        let mut taken: Vec<String> = vec![format!("batch {}", batch.key)];
+        for (k, _, _) in &msgs {
+            let t = format!("key {k}");
+            if !taken.contains(&t) {
+                taken.push(t);
+            }
+        }
+        {
+            let mut held = self.in_flight.lock();
+            for t in &taken {
+                if !held.insert(t.clone()) {
+                    self.overlaps.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.batch_keys.lock().insert(batch.key.to_string());
+        self.largest_batch
+            .fetch_max(msgs.len() as u64, Ordering::Relaxed);
+        {
+            let mut misfiled = self.misfiled.lock();
+            for (k, s, _) in &msgs {
+                let want = match self.lane_batches {
+                    Some((lanes, keys)) => lane_key(k, lanes, keys),
+                    None => k.clone(),
+                };
+                if *batch.key != *want {
+                    misfiled.push(format!("({k}, {s}) in batch {}", batch.key));
+                }
+            }
+        }
         let again = msgs.iter().filter(|m| m.2).count() as u64;
         self.redelivered_seen.fetch_add(again, Ordering::Relaxed);
+        {
+            let refused = self.refused.lock();
+            let mut back = self.back_at.lock();
+            if back.is_none()
+                && msgs
+                    .iter()
+                    .any(|m| refused.iter().flatten().any(|r| r.0 == m.0 && r.1 == m.1))
+            {
+                *back = Some(entered);
+            }
+        }
         let pause = match &self.slow {
             Some((key, d)) if msgs.iter().any(|m| m.0 == *key) => *d * msgs.len() as u32,
             _ => self.work,
@@ -251,45 +356,46 @@ impl BatchHandler for Recorder {
             tokio::time::sleep(pause).await;
         }
         let refuse = {
-            let mut r = self.refuse_once.lock();
-            match &*r {
-                Some((k, s)) if msgs.iter().any(|m| m.0 == *k && m.1 == *s) => {
-                    *r = None;
+            let mut r = self.refuse.lock();
+            match r
+                .iter()
+                .position(|(k, s)| msgs.iter().any(|m| m.0 == *k && m.1 == *s))
+            {
+                Some(i) => {
+                    r.remove(i);
                     true
                 }
-                _ => false,
+                None => false,
+            }
+        };
+        let release = |taken: &[String]| {
+            let mut held = self.in_flight.lock();
+            for t in taken {
+                held.remove(t);
             }
         };
         if refuse {
-            *self.refused.lock() = msgs.iter().map(|m| (m.0.clone(), m.1)).collect();
-            *self.refused_at.lock() = Some(Instant::now());
-            self.refused_batches.fetch_add(1, Ordering::Relaxed);
-            self.in_flight.lock().remove(&batch.key);
+            self.refused
+                .lock()
+                .push(msgs.iter().map(|m| (m.0.clone(), m.1)).collect());
+            self.refused_at.lock().get_or_insert_with(Instant::now);
+            release(&taken);
             return Disposition::Refuse;
         }
         let now = Instant::now();
         {
-            let refused = self.refused.lock();
-            let mut back = self.redelivered_at.lock();
-            if back.is_none()
-                && msgs
-                    .iter()
-                    .any(|m| m.2 && refused.iter().any(|r| r.0 == m.0 && r.1 == m.1))
-            {
-                *back = Some(now);
-            }
-        }
-        {
             let mut seen = self.seen.lock();
             let mut done = self.done_at.lock();
+            let mut log = self.log.lock();
             for (k, s, again) in &msgs {
                 seen.entry(k.clone()).or_default().push((*s, *again));
                 done.insert(k.clone(), now);
+                log.push((k.clone(), *s));
             }
         }
         self.processed
             .fetch_add(msgs.len() as u64, Ordering::Relaxed);
-        self.in_flight.lock().remove(&batch.key);
+        release(&taken);
         Disposition::Ack
     }
 }
