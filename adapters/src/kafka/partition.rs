@@ -1,4 +1,4 @@
-//! Per-partition dispatch, the Kafka idiom of SPEC §5.5.
+//! Per-partition dispatch, the Kafka idiom of SPEC §6 (the adapter contract).
 //!
 //! Every partition a member is assigned gets its own librdkafka queue
 //! (`split_partition_queue`) and its own task here. The task reads the partition in
