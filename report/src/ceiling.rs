@@ -149,3 +149,167 @@ pub fn build(cells: &[CellRecord]) -> Table {
     }
     t
 }
+
+/// Whether `dir` holds a ceiling search (`ceiling.json`).
+pub fn is_search(dir: &std::path::Path) -> bool {
+    dir.join("ceiling.json").is_file()
+}
+
+/// The subset of `ceiling.json` (docs/campaigns.md) the report reads.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Search {
+    pub schema_version: u32,
+    pub scenario: std::path::PathBuf,
+    #[serde(default)]
+    pub sets: Vec<String>,
+    pub system: String,
+    pub unit: String,
+    pub between: [u64; 2],
+    pub repeats: u32,
+    pub served_min: f64,
+    pub p99_max_ms: Option<f64>,
+    pub probes: Vec<Probe>,
+    pub ceiling: Answer,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Probe {
+    pub rate: u64,
+    pub dir: std::path::PathBuf,
+    pub outcome: String,
+    pub held: bool,
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Answer {
+    pub held: Option<u64>,
+    pub not_held: Option<u64>,
+    pub bound: Option<String>,
+    pub text: String,
+}
+
+/// Read a search's `ceiling.json`.
+pub fn load_search(dir: &std::path::Path) -> Result<Search, crate::error::ReportError> {
+    let p = dir.join("ceiling.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| crate::error::ReportError::io(&p, e))?;
+    let s: Search =
+        serde_json::from_str(&text).map_err(|e| crate::error::ReportError::BadRecord {
+            path: p.clone(),
+            message: e.to_string(),
+        })?;
+    if s.schema_version != 1 {
+        return Err(crate::error::ReportError::BadRecord {
+            path: p,
+            message: format!("schema_version {} is not 1", s.schema_version),
+        });
+    }
+    Ok(s)
+}
+
+/// The cell directories of a search, in the order they ran.
+pub fn search_cells(
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, crate::error::ReportError> {
+    Ok(load_search(dir)?
+        .probes
+        .iter()
+        .map(|p| dir.join(&p.dir))
+        .filter(|d| d.join("result.json").is_file())
+        .collect())
+}
+
+pub const SEARCH_COLUMNS: &[&str] = &[
+    "search",
+    "system",
+    "ceiling",
+    "held (every repeat)",
+    "did not hold",
+    "bound by",
+    "cells",
+    "rates tried",
+];
+
+/// The ceiling searches' table: per search, the interval it found.
+pub fn searches(dirs: &[std::path::PathBuf]) -> Result<Table, crate::error::ReportError> {
+    let mut t = Table::new("Ceiling searches", SEARCH_COLUMNS);
+    t.notes.push("a cell held when it PASSed, was not VOID, served its demand in the rated window (--served) and kept p99 under --p99-max when given; the ceiling lies between the highest rate that held in every repeat and the lowest that did not (docs/campaigns.md)".into());
+    let mut rows = Vec::new();
+    for d in dirs {
+        let s = load_search(d)?;
+        let mut by_rate: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
+        for p in &s.probes {
+            let e = by_rate.entry(p.rate).or_default();
+            if p.held {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
+        }
+        let tried: Vec<String> = by_rate
+            .iter()
+            .map(|(r, (h, n))| {
+                if *n == 0 {
+                    format!("{r}×{h}")
+                } else {
+                    format!("{r}✗{n}/{}", h + n)
+                }
+            })
+            .collect();
+        let interval = match (s.ceiling.held, s.ceiling.not_held) {
+            (Some(a), Some(b)) => format!("[{}, {}) {}", count(Some(a)), count(Some(b)), s.unit),
+            (None, _) => format!("< {} {}", count(Some(s.between[0])), s.unit),
+            (Some(a), None) => format!("≥ {} {}", count(Some(a)), s.unit),
+        };
+        rows.push(vec![
+            d.file_name().map_or_else(
+                || d.display().to_string(),
+                |n| n.to_string_lossy().to_string(),
+            ),
+            s.system.clone(),
+            interval,
+            count(s.ceiling.held),
+            count(s.ceiling.not_held),
+            s.ceiling.bound.clone().unwrap_or_else(|| "—".into()),
+            s.probes.len().to_string(),
+            tried.join(" "),
+        ]);
+    }
+    t.sections.push(Section {
+        heading: None,
+        rows,
+    });
+    Ok(t)
+}
+
+/// Whether `dir` holds a ceiling campaign (`ceiling-campaign.json`: one search per arm).
+pub fn is_campaign(dir: &std::path::Path) -> bool {
+    dir.join("ceiling-campaign.json").is_file()
+}
+
+/// The search directories of a ceiling campaign that finished.
+pub fn campaign_searches(
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, crate::error::ReportError> {
+    #[derive(serde::Deserialize)]
+    struct Arm {
+        dir: std::path::PathBuf,
+        text: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Rec {
+        arms: Vec<Arm>,
+    }
+    let p = dir.join("ceiling-campaign.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| crate::error::ReportError::io(&p, e))?;
+    let r: Rec = serde_json::from_str(&text).map_err(|e| crate::error::ReportError::BadRecord {
+        path: p,
+        message: e.to_string(),
+    })?;
+    Ok(r.arms
+        .into_iter()
+        .filter(|a| a.text.is_some())
+        .map(|a| dir.join(a.dir))
+        .filter(|d| is_search(d))
+        .collect())
+}

@@ -416,8 +416,10 @@ fn parse_result(path: &Path, text: &str) -> Result<CellResult, ReportError> {
 }
 
 /// Expand cell arguments: directories as given, or glob patterns (`runs/pgmq-*`).
-/// A directory that holds no result.json but whose children do is expanded to
-/// those children, so `crossbench table runs/` works. Order: as given, then sorted.
+/// A campaign's directory (campaign.json) or a ceiling search's (ceiling.json) is
+/// expanded to its cells; a directory that holds no result.json but whose children
+/// do is expanded to those children, so `crossbench table runs/` works. Order: as
+/// given, then sorted.
 pub fn expand(args: &[String]) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Vec::new();
     for a in args {
@@ -437,6 +439,15 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>, ReportError> {
             let p = PathBuf::from(a);
             if p.join("result.json").is_file() {
                 out.push(p);
+            } else if crate::campaign::is_campaign(&p) {
+                // A campaign: every cell of it that ran to its end.
+                out.extend(crate::campaign::CampaignView::load(&p)?.cell_dirs());
+            } else if crate::ceiling::is_search(&p) {
+                out.extend(crate::ceiling::search_cells(&p)?);
+            } else if crate::ceiling::is_campaign(&p) {
+                for d in crate::ceiling::campaign_searches(&p)? {
+                    out.extend(crate::ceiling::search_cells(&d)?);
+                }
             } else if p.is_dir() {
                 let mut kids: Vec<PathBuf> = std::fs::read_dir(&p)
                     .map_err(|e| ReportError::io(&p, e))?

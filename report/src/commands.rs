@@ -32,6 +32,26 @@ pub fn table(
 ) -> Result<String, ReportError> {
     let records = cell::load_all(cells)?;
     let mut tables = Vec::new();
+    // A campaign: its arms' medians and intervals first; a ceiling search: its interval.
+    for a in cells {
+        let p = Path::new(a);
+        if crate::campaign::is_campaign(p) {
+            tables.push(crate::campaign::table(
+                &crate::campaign::CampaignView::load(p)?,
+            ));
+        }
+    }
+    let mut searches: Vec<PathBuf> = Vec::new();
+    for p in cells.iter().map(PathBuf::from) {
+        if ceiling::is_search(&p) {
+            searches.push(p);
+        } else if ceiling::is_campaign(&p) {
+            searches.extend(ceiling::campaign_searches(&p)?);
+        }
+    }
+    if !searches.is_empty() && matches!(kind, TableKind::Ceiling | TableKind::All) {
+        tables.push(ceiling::searches(&searches)?);
+    }
     if matches!(kind, TableKind::Cost | TableKind::All) {
         tables.push(cost_table::build(&records));
     }
@@ -51,11 +71,57 @@ pub fn table(
         .join("\n"))
 }
 
-/// `crossbench compare <cell> --published <id>`.
-pub fn compare_one(cell_dir: &Path, published_dir: &Path, id: &str) -> Result<String, ReportError> {
+/// `crossbench compare <cell> --published <id>`; for a campaign's directory, the arm
+/// `arm` (default: the arm named like the published cell).
+pub fn compare_one(
+    cell_dir: &Path,
+    published_dir: &Path,
+    id: &str,
+    arm: Option<&str>,
+) -> Result<String, ReportError> {
     let p = published::find(published_dir, id)?;
+    if crate::campaign::is_campaign(cell_dir) {
+        let v = crate::campaign::CampaignView::load(cell_dir)?;
+        let want = arm.unwrap_or(id);
+        let a = v.arm(want).ok_or_else(|| ReportError::NoMatch {
+            pattern: format!(
+                "arm {want} in {} (its arms: {})",
+                cell_dir.display(),
+                v.arms
+                    .iter()
+                    .map(|a| a.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+        return Ok(compare::compare_arm(&p, a).to_markdown());
+    }
     let c = CellRecord::load(cell_dir)?;
     Ok(compare::compare(&p, &c).to_markdown())
+}
+
+/// `crossbench compare --doc <file> --campaign <dir>`: docs/reproducing.md from a
+/// reproduce campaign (arms named by published id).
+pub fn doc_campaign(
+    published_dir: &Path,
+    campaign: &Path,
+    out: &Path,
+) -> Result<String, ReportError> {
+    let all = published::load_dir(published_dir)?;
+    let v = crate::campaign::CampaignView::load(campaign)?;
+    let command = format!(
+        "crossbench compare --published-dir {} --doc {} --campaign {}",
+        published_dir.display(),
+        out.display(),
+        campaign.display()
+    );
+    let text = reproducing::render_campaign(&all, &v, &command);
+    std::fs::write(out, &text).map_err(|e| ReportError::io(out, e))?;
+    Ok(format!(
+        "wrote {} from campaign {}\n",
+        out.display(),
+        v.name
+    ))
 }
 
 /// `crossbench compare --list`: id, group, system and shape of every published cell.
@@ -147,5 +213,11 @@ pub fn plot(cells: &[String], kind: PlotKind, out: &Path) -> Result<String, Repo
 
 pub fn report(cells: &[String], out: &Path) -> Result<PathBuf, ReportError> {
     let records = cell::load_all(cells)?;
-    Ok(html::write(&records, out)?.index)
+    let campaigns = cells
+        .iter()
+        .map(Path::new)
+        .filter(|p| crate::campaign::is_campaign(p))
+        .map(crate::campaign::CampaignView::load)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(html::write_with(&records, &campaigns, out)?.index)
 }

@@ -319,3 +319,156 @@ pub fn shape_line(p: &PublishedCell) -> String {
     parts.push(format!("durability {}", s.durability));
     parts.join(", ")
 }
+
+/// One figure of a comparison: its name, the published value, how to read it from a
+/// cell, and how to print it.
+struct Figure {
+    name: &'static str,
+    published: Option<f64>,
+    read: fn(&CellRecord) -> Option<f64>,
+    fmt: fn(Option<f64>) -> String,
+}
+
+fn figures(p: &PublishedCell, stream: bool) -> Vec<Figure> {
+    let f = &p.figures;
+    let mut v = vec![
+        Figure {
+            name: "e2e p50 ms",
+            published: f.p50_ms,
+            read: |c| Some(c.headline_e2e().p50_ms),
+            fmt: ms,
+        },
+        Figure {
+            name: "e2e p95 ms",
+            published: f.p95_ms,
+            read: |c| Some(c.headline_e2e().p95_ms),
+            fmt: ms,
+        },
+        Figure {
+            name: "e2e p99 ms",
+            published: f.p99_ms,
+            read: |c| Some(c.headline_e2e().p99_ms),
+            fmt: ms,
+        },
+    ];
+    if stream {
+        v.extend([
+            Figure {
+                name: "messages/s",
+                published: f.messages_per_sec,
+                read: |c| Some(c.result.throughput.published_per_sec),
+                fmt: n0,
+            },
+            Figure {
+                name: "served %",
+                published: f.served_pct,
+                read: |c| Some(c.result.throughput.served_fraction * 100.0),
+                fmt: n0,
+            },
+        ]);
+    } else {
+        v.extend([
+            Figure {
+                name: "deliveries/s",
+                published: f.deliveries_per_sec,
+                read: |c| Some(c.result.throughput.reference_deliveries_per_sec),
+                fmt: n0,
+            },
+            Figure {
+                name: "served %",
+                published: f.served_pct,
+                read: |c| {
+                    let six_r = 6.0 * c.result.workload.rate_events_per_sec as f64;
+                    (six_r > 0.0)
+                        .then(|| c.result.throughput.reference_deliveries_per_sec / six_r * 100.0)
+                },
+                fmt: n0,
+            },
+        ]);
+    }
+    v.extend([
+        Figure {
+            name: "system cores",
+            published: f.cores,
+            read: |c| c.system_cores(),
+            fmt: n2,
+        },
+        Figure {
+            name: "RAM GB (peak)",
+            published: f.ram_gb,
+            read: |c| c.system_peak_rss().map(|b| b / GIB),
+            fmt: n2,
+        },
+        Figure {
+            name: "disk MB/s (write)",
+            published: f.disk_mb_per_s,
+            read: |c| {
+                c.result
+                    .cost
+                    .as_ref()
+                    .and_then(|x| x.system_disk_write_bytes_per_s_mean)
+                    .map(|b| b / MIB)
+            },
+            fmt: n1,
+        },
+    ]);
+    v
+}
+
+/// A campaign arm beside the published cell it reproduces: each figure as the
+/// median over the arm's PASS repeats with its 95 % interval, and whether the
+/// published figure lies inside that interval.
+pub fn compare_arm(p: &PublishedCell, arm: &crate::campaign::ArmView) -> Comparison {
+    let first = arm.cells.first();
+    let stream = first.is_some_and(|c| c.is_stream());
+    let mut t = Table::new(
+        format!(
+            "{} (published) vs arm {} (measured: {})",
+            p.id,
+            arm.id,
+            arm.outcomes.label()
+        ),
+        &[
+            "figure",
+            "published",
+            "measured median [95 % interval]",
+            "published inside?",
+            "median ÷ published",
+        ],
+    );
+    t.notes.push("medians over the arm's PASS repeats with their percentile-bootstrap intervals; \"inside\" says whether the published figure lies in the interval measured here (on a scaled machine, an outside figure is expected for rates and costs: the differences below say by how much the shape was scaled)".into());
+    let mut rows = Vec::new();
+    for fig in figures(p, stream) {
+        let i = arm.median(fig.read);
+        let inside = match (fig.published, i) {
+            (Some(pv), Some(i)) if i.contains(pv) => "inside".to_string(),
+            (Some(pv), Some(i)) if pv < i.low => "below".to_string(),
+            (Some(_), Some(_)) => "above".to_string(),
+            _ => "—".to_string(),
+        };
+        rows.push(vec![
+            fig.name.to_string(),
+            (fig.fmt)(fig.published),
+            crate::campaign::with_ci(i, fig.fmt),
+            inside,
+            ratio(i.map(|x| x.estimate), fig.published),
+        ]);
+    }
+    rows.push(vec![
+        "verdict".into(),
+        p.figures.verdict.clone(),
+        arm.outcomes.label(),
+        "—".into(),
+        "—".into(),
+    ]);
+    t.sections.push(Section {
+        heading: None,
+        rows,
+    });
+    Comparison {
+        published_id: p.id.clone(),
+        cell: arm.id.clone(),
+        table: t,
+        differences: first.map(|c| differences(p, c)).unwrap_or_default(),
+    }
+}

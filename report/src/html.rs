@@ -43,6 +43,16 @@ pub struct Written {
 
 /// Build the report for `cells` into `out` (created if needed).
 pub fn write(cells: &[CellRecord], out: &Path) -> Result<Written, ReportError> {
+    write_with(cells, &[], out)
+}
+
+/// Build the report for `cells` and, one section each, the `campaigns` they came
+/// from (their arms' medians with intervals).
+pub fn write_with(
+    cells: &[CellRecord],
+    campaigns: &[crate::campaign::CampaignView],
+    out: &Path,
+) -> Result<Written, ReportError> {
     std::fs::create_dir_all(out).map_err(|e| ReportError::io(out, e))?;
     let plots = out.join("plots");
     let refs: Vec<&CellRecord> = cells.iter().collect();
@@ -83,6 +93,21 @@ pub fn write(cells: &[CellRecord], out: &Path) -> Result<Written, ReportError> {
     let _ = writeln!(s, "<h1>crossbench report</h1>\n<p>{} cell(s). Every table and picture on this page is built from the cell records linked below. Tables also as Markdown and CSV: {}.</p>",
         cells.len(),
         ["cost-to-serve", "ceiling", "cardinality"].iter().map(|n| format!("<a href=\"{n}.md\">{n}.md</a> <a href=\"{n}.csv\">csv</a>")).collect::<Vec<_>>().join(", "));
+    for c in campaigns {
+        let _ = writeln!(s, "<h2>Campaign {}</h2>", esc(&c.name));
+        if !c.description.is_empty() {
+            let _ = writeln!(s, "<p>{}</p>", esc(&c.description));
+        }
+        let _ = writeln!(
+            s,
+            "<p>{} repeats per arm, order seed {}, status {}; <a href=\"{}\">campaign.json</a>.</p>",
+            c.repeats,
+            c.seed,
+            esc(&c.status),
+            esc(&relative(out, &c.dir.join("campaign.json")))
+        );
+        s.push_str(&crate::campaign::table(c).to_html());
+    }
     let _ = writeln!(s, "<h2>Tables</h2>");
     for t in &tables {
         s.push_str(&t.to_html());

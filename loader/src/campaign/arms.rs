@@ -25,6 +25,8 @@ pub struct Arm {
     pub point: BTreeMap<String, String>,
     /// Why the arm does not run here (`None`: it runs).
     pub not_run: Option<String>,
+    /// In a ceiling campaign: the range searched for this arm, when its group sets one.
+    pub between: Option<[u64; 2]>,
     /// The resolved scenario (absent when not run).
     #[serde(skip)]
     pub loaded: Option<Loaded>,
@@ -99,6 +101,29 @@ pub fn expand(file: &CampaignFile, path: &Path) -> Result<Vec<Arm>, CampaignErro
     }
     if let Some(p) = &file.published {
         expand_published(file, path, p, &mut arms)?;
+    }
+    for (i, f) in file.findings.iter().enumerate() {
+        for k in &f.checks {
+            let (a, b) = match k {
+                report::findings::Check::Ratio { a, b, .. } => (a, b),
+                report::findings::Check::Failures { a, b } => (a, b),
+            };
+            for id in [a, b] {
+                if !arms.iter().any(|x| &x.id == id) {
+                    return Err(CampaignError::Invalid {
+                        path: path.display().to_string(),
+                        field: format!("findings[{i}] ({})", f.id),
+                        message: format!(
+                            "names arm `{id}`, which the campaign does not have (its arms: {})",
+                            arms.iter()
+                                .map(|x| x.id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+            }
+        }
     }
     let mut seen = std::collections::BTreeSet::new();
     for a in &arms {
@@ -186,6 +211,7 @@ fn resolve_arm(
         sets: Vec::new(),
         point: BTreeMap::new(),
         not_run: None,
+        between: None,
         loaded: None,
     };
     if !missing_env.is_empty() {

@@ -406,3 +406,197 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
     );
     Ok((Exit::Pass, dir, record))
 }
+
+/// One arm of a ceiling campaign, as `ceiling-campaign.json` records it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct CampaignArm {
+    pub id: String,
+    pub slug: String,
+    pub system: String,
+    pub between: [u64; 2],
+    pub not_run: Option<String>,
+    /// The search's directory, relative to the campaign's.
+    pub dir: PathBuf,
+    pub held: Option<u64>,
+    pub not_held: Option<u64>,
+    pub bound: Option<String>,
+    pub text: Option<String>,
+    pub error: Option<String>,
+}
+
+/// `ceiling-campaign.json`: one search per arm.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct CampaignRecord {
+    pub schema_version: u32,
+    pub kind: String,
+    pub campaign: String,
+    pub description: String,
+    pub file: PathBuf,
+    pub repeats: u32,
+    pub served_min: f64,
+    pub p99_max: Option<String>,
+    pub resolution: f64,
+    pub started_utc: String,
+    pub ended_utc: Option<String>,
+    pub status: String,
+    pub arms: Vec<CampaignArm>,
+}
+
+impl CampaignRecord {
+    fn write(&self, dir: &std::path::Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        let tmp = dir.join(".ceiling-campaign.json.tmp");
+        std::fs::write(&tmp, crate::record::redact::redact(&text))?;
+        std::fs::rename(&tmp, dir.join("ceiling-campaign.json"))?;
+        Ok(())
+    }
+}
+
+/// A ceiling campaign: one search per arm, each in `<dir>/<arm slug>/`.
+pub fn run_campaign(
+    req: &crate::campaign::CampaignRequest,
+    file: &crate::campaign::file::CampaignFile,
+    spec: &crate::campaign::file::CeilingSpec,
+    arms: &[crate::campaign::arms::Arm],
+    dir: &std::path::Path,
+) -> anyhow::Result<crate::campaign::CampaignDone> {
+    let p99_max = match &spec.p99_max {
+        None => None,
+        Some(t) => Some(adapters::duration_text::parse_duration(t).map_err(|e| {
+            BadInput(format!(
+                "campaign {}, field `ceiling.p99_max`: {e} (write e.g. 5s)",
+                req.file.display()
+            ))
+        })?),
+    };
+    let range = |a: &crate::campaign::arms::Arm| a.between.unwrap_or(spec.between);
+    if req.dry_run {
+        let mut text = format!(
+            "ceiling campaign {}: {} arms, {} repeats at each side of every boundary\n",
+            file.campaign,
+            arms.len(),
+            spec.repeats
+        );
+        for a in arms {
+            let [lo, hi] = range(a);
+            text.push_str(&match &a.not_run {
+                Some(w) => format!("  {}  ({w})\n", a.id),
+                None => format!("  {}  {}  between {lo} and {hi}\n", a.id, a.system()),
+            });
+        }
+        print!("{text}");
+        return Ok(crate::campaign::CampaignDone {
+            exit: Exit::Pass,
+            dir: dir.to_path_buf(),
+            record: None,
+            text,
+            ran: 0,
+        });
+    }
+    let mut rec = if req.resume {
+        let p = dir.join("ceiling-campaign.json");
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| BadInput(format!("--resume {}: {e}", p.display())))?;
+        serde_json::from_str::<CampaignRecord>(&text)
+            .map_err(|e| BadInput(format!("--resume {}: {e}", p.display())))?
+    } else {
+        crate::cli::run::prepare_out(dir)?;
+        CampaignRecord {
+            schema_version: 1,
+            kind: "ceiling-campaign".into(),
+            campaign: file.campaign.clone(),
+            description: file.description.clone(),
+            file: req.file.clone(),
+            repeats: spec.repeats,
+            served_min: spec.served,
+            p99_max: spec.p99_max.clone(),
+            resolution: spec.resolution,
+            started_utc: utc(SystemTime::now()),
+            ended_utc: None,
+            status: "running".into(),
+            arms: arms
+                .iter()
+                .map(|a| CampaignArm {
+                    id: a.id.clone(),
+                    slug: a.slug.clone(),
+                    system: a.system(),
+                    between: range(a),
+                    not_run: a.not_run.clone(),
+                    dir: PathBuf::from(&a.slug),
+                    held: None,
+                    not_held: None,
+                    bound: None,
+                    text: None,
+                    error: None,
+                })
+                .collect(),
+        }
+    };
+    rec.status = "running".into();
+    rec.write(dir)?;
+    let mut ran = 0;
+    for (i, a) in arms.iter().enumerate() {
+        if a.not_run.is_some() || rec.arms[i].text.is_some() {
+            continue;
+        }
+        let search_dir = dir.join(&a.slug);
+        if search_dir.exists() {
+            std::fs::remove_dir_all(&search_dir)?;
+        }
+        let [lo, hi] = range(a);
+        // The arm's sets without the rate the search sets itself.
+        let sets: Vec<String> = a
+            .sets
+            .iter()
+            .filter(|s| !s.starts_with("rate="))
+            .cloned()
+            .collect();
+        let r = CeilingRequest {
+            sets,
+            repeats: spec.repeats,
+            served: spec.served,
+            p99_max,
+            resolution: spec.resolution,
+            out: Some(search_dir),
+            quiet: req.quiet,
+            timing: req.timing,
+            argv: req.argv.clone(),
+            ..CeilingRequest::new(a.scenario.clone(), lo, hi)
+        };
+        ran += 1;
+        let e = &mut rec.arms[i];
+        match execute(&r) {
+            Ok((_, _, c)) => {
+                e.held = c.ceiling.held;
+                e.not_held = c.ceiling.not_held;
+                e.bound = c.ceiling.bound;
+                e.text = Some(c.ceiling.text);
+                e.error = None;
+            }
+            Err(err) => e.error = Some(crate::record::redact::redact(&format!("{err:#}"))),
+        }
+        rec.write(dir)?;
+    }
+    rec.status = "complete".into();
+    rec.ended_utc = Some(utc(SystemTime::now()));
+    rec.write(dir)?;
+    let dirs: Vec<PathBuf> = rec
+        .arms
+        .iter()
+        .filter(|a| a.text.is_some())
+        .map(|a| dir.join(&a.dir))
+        .collect();
+    let text = match report::ceiling::searches(&dirs) {
+        Ok(t) => t.to_markdown(),
+        Err(e) => format!("(no table: {e})\n"),
+    };
+    print!("\n=== CEILING CAMPAIGN {} ===\n{text}", rec.campaign);
+    Ok(crate::campaign::CampaignDone {
+        exit: Exit::Pass,
+        dir: dir.to_path_buf(),
+        record: None,
+        text,
+        ran,
+    })
+}

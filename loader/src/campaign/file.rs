@@ -47,6 +47,36 @@ pub struct Group {
     /// one is unset its arms are recorded as not run. `${VAR}` in a set value is
     /// replaced by the variable's value.
     pub requires_env: Vec<String>,
+    /// In a ceiling campaign: this group's range, in place of the campaign's.
+    pub between: Option<[u64; 2]>,
+}
+
+/// A ceiling campaign: instead of repeats, one ceiling search per arm.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CeilingSpec {
+    /// The range searched (a group's `between` overrides it).
+    pub between: [u64; 2],
+    /// Repeats at each side of the boundary.
+    #[serde(default = "three")]
+    pub repeats: u32,
+    #[serde(default = "served")]
+    pub served: f64,
+    /// End-to-end p99 a cell must stay under (`5s`), if any.
+    #[serde(default)]
+    pub p99_max: Option<String>,
+    #[serde(default = "resolution")]
+    pub resolution: f64,
+}
+
+fn three() -> u32 {
+    3
+}
+fn served() -> f64 {
+    0.99
+}
+fn resolution() -> f64 {
+    1.1
 }
 
 /// Arms from the published cells (`results/published/*.yaml`): each published cell
@@ -94,6 +124,14 @@ pub struct CampaignFile {
     /// Arms from the published cells.
     #[serde(default)]
     pub published: Option<PublishedGroup>,
+    /// A ceiling campaign: one ceiling search per arm (`crossbench campaign` then
+    /// runs searches, not repeats).
+    #[serde(default)]
+    pub ceiling: Option<CeilingSpec>,
+    /// The published findings this campaign checks, each as arms whose direction is
+    /// the finding (`crossbench findings`, docs/findings.md).
+    #[serde(default)]
+    pub findings: Vec<report::findings::Finding>,
 }
 
 fn one() -> u32 {
@@ -187,6 +225,7 @@ impl CampaignFile {
                 set: Sets::new(),
                 matrix: self.matrix.clone(),
                 requires_env: self.requires_env.clone(),
+                between: None,
             });
         }
         out.extend(self.groups.iter().cloned());

@@ -91,3 +91,46 @@ pub fn ceiling(a: CeilingArgs) -> anyhow::Result<Exit> {
     };
     Ok(ceiling::execute(&req)?.0)
 }
+
+#[derive(Debug, Args)]
+pub struct FindingsArgs {
+    /// A campaign's directory (its campaign.json names the campaign file whose
+    /// `findings` are checked).
+    pub dir: PathBuf,
+    /// The campaign file, when it is no longer where campaign.json says.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Write the page here (e.g. docs/findings.md) instead of stdout.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
+    use anyhow::Context;
+    let rec = crate::campaign::record::CampaignRecord::read(&a.dir)
+        .map_err(|e| crate::cli::BadInput(format!("{}: {e:#}", a.dir.display())))?;
+    let file = a.file.clone().unwrap_or(rec.file.clone());
+    let cf = crate::campaign::file::CampaignFile::load(&file)?;
+    if cf.findings.is_empty() {
+        return Err(crate::cli::BadInput(format!(
+            "{} has no `findings:` section to check",
+            file.display()
+        ))
+        .into());
+    }
+    let view = report::campaign::CampaignView::load(&a.dir).context("reading the campaign")?;
+    let mut command = format!("crossbench findings {}", a.dir.display());
+    if let Some(o) = &a.out {
+        command.push_str(&format!(" --out {}", o.display()));
+    }
+    let text =
+        report::findings::render(&view, &cf.findings, &command).map_err(crate::cli::BadInput)?;
+    match &a.out {
+        Some(p) => {
+            std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+            println!("wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(Exit::Pass)
+}

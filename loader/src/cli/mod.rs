@@ -51,6 +51,8 @@ pub enum Command {
     Campaign(campaign::CampaignArgs),
     /// Find the highest rate a system holds: log-scale bisection, repeats at the boundary.
     Ceiling(campaign::CeilingArgs),
+    /// Check the published findings against a findings campaign (docs/findings.md).
+    Findings(campaign::FindingsArgs),
     /// Serve 1 Hz resource samples of this machine over HTTP, for `run --sampler`.
     Sample {
         /// Address to listen on, e.g. 127.0.0.1:9464.
@@ -107,6 +109,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Campaign(a) => campaign::campaign(a),
         Command::Ceiling(a) => campaign::ceiling(a),
+        Command::Findings(a) => campaign::findings(a),
         Command::Sample { listen, targets } => sample::serve(&listen, &targets),
         Command::Verify {
             dir,

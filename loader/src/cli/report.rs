@@ -39,9 +39,13 @@ enum FormatChoice {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The measured cell directory.
+    /// The measured cell directory, or a campaign's (then `--arm`).
     #[arg(required_unless_present_any = ["list", "doc"])]
     cell: Option<PathBuf>,
+    /// With a campaign directory: the arm to compare (default: the arm named like
+    /// the published cell).
+    #[arg(long)]
+    arm: Option<String>,
     /// Id of the published cell (file name in the published directory without .yaml).
     #[arg(long, required_unless_present_any = ["list", "doc"])]
     published: Option<String>,
@@ -55,8 +59,17 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cell", "published"])]
     doc: Option<PathBuf>,
     /// With --doc: a published id and the cell that reproduces it, ID=CELL_DIR (repeatable).
-    #[arg(long = "pair", value_name = "ID=CELL_DIR", requires = "doc")]
+    #[arg(
+        long = "pair",
+        value_name = "ID=CELL_DIR",
+        requires = "doc",
+        conflicts_with = "campaign"
+    )]
     pairs: Vec<String>,
+    /// With --doc: a reproduce campaign whose arms are named by published id; the page
+    /// gives medians with intervals.
+    #[arg(long, value_name = "DIR", requires = "doc")]
+    campaign: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -119,13 +132,16 @@ pub fn table(a: TableArgs) -> anyhow::Result<crate::cli::exit::Exit> {
 pub fn compare(a: CompareArgs) -> anyhow::Result<crate::cli::exit::Exit> {
     let text = if a.list {
         commands::list(&a.published_dir).context("listing the published cells")?
+    } else if let (Some(doc), Some(campaign)) = (&a.doc, &a.campaign) {
+        commands::doc_campaign(&a.published_dir, campaign, doc)
+            .context("writing the reproducing page")?
     } else if let Some(doc) = &a.doc {
         commands::doc(&a.published_dir, &a.pairs, doc).context("writing the reproducing page")?
     } else {
         let (Some(cell), Some(id)) = (&a.cell, &a.published) else {
             anyhow::bail!("give a cell directory and --published <id> (or --list, or --doc)");
         };
-        commands::compare_one(cell, &a.published_dir, id)
+        commands::compare_one(cell, &a.published_dir, id, a.arm.as_deref())
             .with_context(|| format!("comparing {} with published {id}", cell.display()))?
     };
     emit(text, None)?;

@@ -47,6 +47,7 @@ pub fn series(c: &CellRecord) -> Result<Option<Series>, ReportError> {
             .into_iter()
             .map(|(pct, ms)| (-(1.0 - pct / 100.0).max(1e-5).log10(), ms))
             .collect(),
+        errors: Vec::new(),
     }))
 }
 

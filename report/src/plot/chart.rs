@@ -62,13 +62,23 @@ fn from_log(v: &f64) -> String {
 }
 
 fn bounds(series: &[Series], log_y: bool) -> Option<((f64, f64), (f64, f64))> {
-    let pts = series
+    // The points, and the ends of their error bars.
+    let bars = series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .zip(&s.errors)
+            .filter_map(|(&(x, _), e)| e.map(|(lo, hi)| [(x, lo), (x, hi)]))
+            .flatten()
+    });
+    let pts: Vec<(f64, f64)> = series
         .iter()
-        .flat_map(|s| s.points.iter())
-        .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log_y || *y > 0.0));
+        .flat_map(|s| s.points.iter().copied())
+        .chain(bars)
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log_y || *y > 0.0))
+        .collect();
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     let mut any = false;
-    for &(x, y) in pts {
+    for (x, y) in pts {
         any = true;
         x0 = x0.min(x);
         x1 = x1.max(x);
@@ -147,6 +157,19 @@ pub fn draw<DB: DrawingBackend>(
                     .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
             )?;
         }
+        // Error bars: a vertical segment from low to high at each point that has one.
+        let t = |v: f64| if p.log_y { v.log10() } else { v };
+        let bars: Vec<PathElement<(f64, f64)>> = s
+            .points
+            .iter()
+            .zip(&s.errors)
+            .filter_map(|(&(x, _), e)| {
+                let (lo, hi) = (*e)?;
+                (x.is_finite() && lo.is_finite() && hi.is_finite() && (!p.log_y || lo > 0.0))
+                    .then(|| PathElement::new(vec![(x, t(lo)), (x, t(hi))], color.stroke_width(2)))
+            })
+            .collect();
+        chart.draw_series(bars)?;
     }
     if p.series.len() > 1 || !p.series.iter().all(|s| s.label.is_empty()) {
         chart

@@ -26,6 +26,9 @@ pub struct Picture {
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    /// An error bar (low, high) per point, drawn when given (medians of repeats and
+    /// their intervals); empty for plain lines.
+    pub errors: Vec<Option<(f64, f64)>>,
 }
 
 /// A file-name-safe form of a label.

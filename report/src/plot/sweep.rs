@@ -1,7 +1,9 @@
 //! Latency against offered rate across a sweep: one line per sweep (system/variant,
 //! tier, P and ordered lanes — the ceiling table's grouping) with p50 and p99 of the
-//! worse flow, one point per cell. Sweeps of a single rate are left out when any
-//! sweep has two or more; VOID cells are always left out.
+//! worse flow, one point per rate. Where a rate was repeated (a campaign), the point
+//! is the median over the repeats and an error bar shows its 95 % bootstrap
+//! interval. Sweeps of a single rate are left out when any sweep has two or more;
+//! VOID cells are always left out.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,6 +13,7 @@ use super::{render, Picture, Series};
 use crate::cell::CellRecord;
 use crate::comparability::tier;
 use crate::error::ReportError;
+use crate::stats::{median_ci, DEFAULT_RESAMPLES};
 
 pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> {
     let mut lines: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
@@ -31,24 +34,56 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
             p99,
         ));
     }
-    let multi = lines.values().any(|v| v.len() > 1);
+    // One point per rate: the median over its repeats, and the interval when repeated.
+    let point = |vals: &[f64]| -> ((f64, Option<(f64, f64)>), bool) {
+        let ci = median_ci(vals, 0.95, DEFAULT_RESAMPLES, 0x5EED);
+        match ci {
+            Some(i) if vals.len() > 1 => ((i.estimate, Some((i.low, i.high))), true),
+            Some(i) => ((i.estimate, None), false),
+            None => ((f64::NAN, None), false),
+        }
+    };
+    let rates = |pts: &[(f64, f64, f64)]| {
+        let mut r: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        r.sort_by(f64::total_cmp);
+        r.dedup();
+        r
+    };
+    let multi = lines.values().any(|v| rates(v).len() > 1);
     let mut series = Vec::new();
-    for (k, mut pts) in lines {
-        if multi && pts.len() < 2 {
+    let mut repeated = false;
+    for (k, pts) in lines {
+        let rs = rates(&pts);
+        if multi && rs.len() < 2 {
             continue;
         }
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        series.push(Series {
+        let mut p50 = Series {
             label: format!("{k} p50"),
-            points: pts.iter().map(|p| (p.0, p.1)).collect(),
-        });
-        series.push(Series {
+            ..Series::default()
+        };
+        let mut p99 = Series {
             label: format!("{k} p99"),
-            points: pts.iter().map(|p| (p.0, p.2)).collect(),
-        });
+            ..Series::default()
+        };
+        for r in rs {
+            let at: Vec<&(f64, f64, f64)> = pts.iter().filter(|p| p.0 == r).collect();
+            let ((m50, e50), rep) = point(&at.iter().map(|p| p.1).collect::<Vec<_>>());
+            let ((m99, e99), _) = point(&at.iter().map(|p| p.2).collect::<Vec<_>>());
+            repeated |= rep;
+            p50.points.push((r, m50));
+            p50.errors.push(e50);
+            p99.points.push((r, m99));
+            p99.errors.push(e99);
+        }
+        series.push(p50);
+        series.push(p99);
     }
     let panel = Panel {
-        title: "e2e latency vs offered rate (VOID cells left out)".into(),
+        title: if repeated {
+            "e2e latency vs offered rate: medians of repeats, bars = 95 % interval (VOID cells left out)".into()
+        } else {
+            "e2e latency vs offered rate (VOID cells left out)".into()
+        },
         x_label: "offered R (ingress events/s)".into(),
         y_label: "e2e latency (ms, log)".into(),
         log_y: true,

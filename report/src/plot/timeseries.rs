@@ -29,6 +29,7 @@ fn line(label: &str, pts: Vec<(f64, f64)>) -> Series {
     Series {
         label: label.into(),
         points: pts,
+        errors: Vec::new(),
     }
 }
 

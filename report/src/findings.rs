@@ -1,0 +1,395 @@
+//! Findings: the published pages' claims, each as a pair (or series) of campaign
+//! arms whose direction is the claim, judged here as **holds**, **does not hold** or
+//! **inconclusive** from the measured ratio and its interval (docs/findings.md is
+//! generated from a findings campaign by `crossbench findings`).
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::{ArmView, CampaignView, CI_LEVEL, CI_SEED};
+use crate::cell::CellRecord;
+use crate::stats::{ratio_ci, Interval, DEFAULT_RESAMPLES};
+
+/// A published claim and how to check it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    pub id: String,
+    pub title: String,
+    /// What the published page says (our words), and where.
+    #[serde(default)]
+    pub published: String,
+    #[serde(default)]
+    pub source: String,
+    pub checks: Vec<Check>,
+}
+
+/// One check: a ratio of two arms' medians with an expected direction, or failures
+/// in one arm and none in the other.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum Check {
+    /// metric(a) ÷ metric(b), medians over PASS repeats.
+    Ratio {
+        metric: Metric,
+        a: String,
+        b: String,
+        expect: Direction,
+        /// For `expect: near`: the ratio may differ from 1 by this much (0.1 = ±10 %).
+        #[serde(default)]
+        tolerance: f64,
+        /// The published page's ratio, when it gives one.
+        #[serde(default)]
+        published_ratio: Option<f64>,
+    },
+    /// Arm `a` has correctness failures (FAIL repeats) and arm `b` has none.
+    Failures { a: String, b: String },
+}
+
+/// The figure a ratio check reads from each PASS repeat.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    E2eP50Ms,
+    E2eP99Ms,
+    /// Deliveries made while the rated window ran, per second (the service rate).
+    WindowDeliveriesPerSec,
+    /// Deliveries of rated events per second (a backlog drained later counts).
+    DeliveriesPerSec,
+    WindowServedFraction,
+    SystemCores,
+}
+
+impl Metric {
+    pub fn read(self, c: &CellRecord) -> Option<f64> {
+        let t = &c.result.throughput;
+        match self {
+            Metric::E2eP50Ms => Some(c.headline_e2e().p50_ms),
+            Metric::E2eP99Ms => Some(c.headline_e2e().p99_ms),
+            Metric::WindowDeliveriesPerSec => {
+                let six_r = 6.0 * c.result.workload.rate_events_per_sec as f64;
+                match c.is_stream() {
+                    true => Some(t.popped_per_sec),
+                    false => Some(c.served_in_window() * six_r),
+                }
+            }
+            Metric::DeliveriesPerSec => Some(t.deliveries_per_sec),
+            Metric::WindowServedFraction => Some(c.served_in_window()),
+            Metric::SystemCores => c.system_cores(),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::E2eP50Ms => "e2e p50",
+            Metric::E2eP99Ms => "e2e p99",
+            Metric::WindowDeliveriesPerSec => "deliveries/s in the rated window",
+            Metric::DeliveriesPerSec => "deliveries/s of rated events",
+            Metric::WindowServedFraction => "served in the rated window",
+            Metric::SystemCores => "system cores",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// The ratio is below 1.
+    Below,
+    /// The ratio is above 1.
+    Above,
+    /// The ratio is 1 within the tolerance.
+    Near,
+}
+
+/// How a check (or a finding) came out here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Judgement {
+    Holds,
+    DoesNotHold,
+    Inconclusive,
+    /// An arm did not run here (e.g. no Queen server).
+    NotRun,
+}
+
+impl Judgement {
+    pub fn text(self) -> &'static str {
+        match self {
+            Judgement::Holds => "holds",
+            Judgement::DoesNotHold => "does not hold",
+            Judgement::Inconclusive => "inconclusive",
+            Judgement::NotRun => "not run here",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    pub judgement: Judgement,
+    /// What was measured, in words.
+    pub measured: String,
+    pub ratio: Option<Interval>,
+}
+
+fn arm<'a>(c: &'a CampaignView, id: &str) -> Result<&'a ArmView, String> {
+    c.arm(id).ok_or_else(|| {
+        format!(
+            "arm `{id}` is not in campaign {} (its arms: {})",
+            c.name,
+            c.arms
+                .iter()
+                .map(|a| a.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// Judge a ratio interval against a direction.
+pub fn judge_ratio(i: &Interval, expect: Direction, tolerance: f64) -> Judgement {
+    match expect {
+        Direction::Below if i.high < 1.0 => Judgement::Holds,
+        Direction::Below if i.low > 1.0 => Judgement::DoesNotHold,
+        Direction::Above if i.low > 1.0 => Judgement::Holds,
+        Direction::Above if i.high < 1.0 => Judgement::DoesNotHold,
+        Direction::Near if i.low >= 1.0 - tolerance && i.high <= 1.0 + tolerance => {
+            Judgement::Holds
+        }
+        Direction::Near if i.low > 1.0 + tolerance || i.high < 1.0 - tolerance => {
+            Judgement::DoesNotHold
+        }
+        _ => Judgement::Inconclusive,
+    }
+}
+
+pub fn check(c: &CampaignView, k: &Check) -> Result<CheckResult, String> {
+    match k {
+        Check::Ratio {
+            metric,
+            a,
+            b,
+            expect,
+            tolerance,
+            published_ratio,
+        } => {
+            let (aa, bb) = (arm(c, a)?, arm(c, b)?);
+            if aa.not_run.is_some() || bb.not_run.is_some() {
+                return Ok(CheckResult {
+                    judgement: Judgement::NotRun,
+                    measured: aa
+                        .not_run
+                        .clone()
+                        .or(bb.not_run.clone())
+                        .unwrap_or_default(),
+                    ratio: None,
+                });
+            }
+            let (va, vb) = (aa.values(|r| metric.read(r)), bb.values(|r| metric.read(r)));
+            let ci = ratio_ci(&va, &vb, CI_LEVEL, DEFAULT_RESAMPLES, CI_SEED);
+            let Some(i) = ci else {
+                return Ok(CheckResult {
+                    judgement: Judgement::Inconclusive,
+                    measured: format!(
+                        "no ratio: {} PASS repeats of `{a}` ({}), {} of `{b}` ({})",
+                        va.len(),
+                        aa.outcomes.label(),
+                        vb.len(),
+                        bb.outcomes.label()
+                    ),
+                    ratio: None,
+                });
+            };
+            let expected = match expect {
+                Direction::Below => "below 1".to_string(),
+                Direction::Above => "above 1".to_string(),
+                Direction::Near => format!("1 ± {:.0} %", tolerance * 100.0),
+            };
+            Ok(CheckResult {
+                judgement: judge_ratio(&i, *expect, *tolerance),
+                measured: format!(
+                    "{} `{a}` ÷ `{b}` = {:.3} [{:.3}, {:.3}] (expected {expected}; {} vs {} PASS repeats){}",
+                    metric.name(),
+                    i.estimate,
+                    i.low,
+                    i.high,
+                    va.len(),
+                    vb.len(),
+                    published_ratio.map_or(String::new(), |p| format!("; published ratio {p:.3}"))
+                ),
+                ratio: Some(i),
+            })
+        }
+        Check::Failures { a, b } => {
+            let (aa, bb) = (arm(c, a)?, arm(c, b)?);
+            if aa.not_run.is_some() || bb.not_run.is_some() {
+                return Ok(CheckResult {
+                    judgement: Judgement::NotRun,
+                    measured: aa
+                        .not_run
+                        .clone()
+                        .or(bb.not_run.clone())
+                        .unwrap_or_default(),
+                    ratio: None,
+                });
+            }
+            let (fa, fb) = (aa.outcomes.fail, bb.outcomes.fail);
+            let judgement = match (fa > 0, fb > 0) {
+                (true, false) => Judgement::Holds,
+                (false, _) if aa.outcomes.pass > 0 => Judgement::DoesNotHold,
+                _ => Judgement::Inconclusive,
+            };
+            Ok(CheckResult {
+                judgement,
+                measured: format!(
+                    "`{a}`: {} ; `{b}`: {}",
+                    aa.outcomes.label(),
+                    bb.outcomes.label()
+                ),
+                ratio: None,
+            })
+        }
+    }
+}
+
+/// A finding holds when every check holds; does not hold when any check does not;
+/// is not run when a check's arm did not run; inconclusive otherwise.
+pub fn overall(results: &[Judgement]) -> Judgement {
+    if results.contains(&Judgement::NotRun) {
+        Judgement::NotRun
+    } else if results.contains(&Judgement::DoesNotHold) {
+        Judgement::DoesNotHold
+    } else if !results.is_empty() && results.iter().all(|j| *j == Judgement::Holds) {
+        Judgement::Holds
+    } else {
+        Judgement::Inconclusive
+    }
+}
+
+/// docs/findings.md.
+pub fn render(c: &CampaignView, findings: &[Finding], command: &str) -> Result<String, String> {
+    let mut s = String::new();
+    let _ = writeln!(s, "# The published findings, checked here\n");
+    let _ = writeln!(
+        s,
+        "<!-- generated by `crossbench findings` (crossbench report v{}); do not edit by hand -->\n",
+        crate::OUTPUT_VERSION
+    );
+    let _ = writeln!(
+        s,
+        "Each finding of the published pages, as a pair (or series) of arms of the campaign `{}` ({} repeats per arm, interleaved order, status {}), judged by the measured ratio of the arms' medians and its 95 % bootstrap interval: **holds** when the interval lies on the finding's side, **does not hold** when it lies on the other side, **inconclusive** when it straddles. Figures are medians over PASS repeats; VOID, FAIL and REFUSED repeats are counted, never averaged in. A finding that does not hold here is a result, not an error: this is a 2-core machine where the system and the loader share the cores, far from the published rigs.\n",
+        c.name, c.repeats, c.status
+    );
+    let _ = writeln!(s, "Generated by:\n\n```sh\n{command}\n```\n");
+    let mut rows = Vec::new();
+    let mut body = String::new();
+    for f in findings {
+        let mut judgements = Vec::new();
+        let mut lines = Vec::new();
+        for k in &f.checks {
+            let r = check(c, k)?;
+            judgements.push(r.judgement);
+            lines.push(format!("- {}: {}", r.judgement.text(), r.measured));
+        }
+        let o = overall(&judgements);
+        rows.push(format!("| {} | {} | **{}** |", f.id, f.title, o.text()));
+        let _ = writeln!(body, "## {}: {}\n", f.id, f.title);
+        if !f.published.is_empty() {
+            let _ = writeln!(
+                body,
+                "Published: {}{}\n",
+                f.published,
+                if f.source.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", f.source)
+                }
+            );
+        }
+        let _ = writeln!(body, "Here: **{}**\n", o.text());
+        for l in lines {
+            let _ = writeln!(body, "{l}");
+        }
+        body.push('\n');
+    }
+    let _ = writeln!(s, "| finding | claim | here |\n|---|---|---|");
+    for r in rows {
+        let _ = writeln!(s, "{r}");
+    }
+    s.push('\n');
+    s.push_str(&body);
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(low: f64, high: f64) -> Interval {
+        Interval {
+            estimate: (low + high) / 2.0,
+            low,
+            high,
+            level: 0.95,
+        }
+    }
+
+    #[test]
+    fn a_ratio_is_judged_by_where_its_interval_lies() {
+        assert_eq!(
+            judge_ratio(&iv(0.4, 0.8), Direction::Below, 0.0),
+            Judgement::Holds
+        );
+        assert_eq!(
+            judge_ratio(&iv(1.2, 1.8), Direction::Below, 0.0),
+            Judgement::DoesNotHold
+        );
+        assert_eq!(
+            judge_ratio(&iv(0.8, 1.2), Direction::Below, 0.0),
+            Judgement::Inconclusive
+        );
+        assert_eq!(
+            judge_ratio(&iv(1.1, 1.3), Direction::Above, 0.0),
+            Judgement::Holds
+        );
+        assert_eq!(
+            judge_ratio(&iv(0.95, 1.04), Direction::Near, 0.1),
+            Judgement::Holds
+        );
+        assert_eq!(
+            judge_ratio(&iv(1.2, 1.4), Direction::Near, 0.1),
+            Judgement::DoesNotHold
+        );
+        assert_eq!(
+            judge_ratio(&iv(1.05, 1.2), Direction::Near, 0.1),
+            Judgement::Inconclusive
+        );
+        assert_eq!(
+            overall(&[Judgement::Holds, Judgement::Inconclusive]),
+            Judgement::Inconclusive
+        );
+        assert_eq!(
+            overall(&[Judgement::Holds, Judgement::Holds]),
+            Judgement::Holds
+        );
+        assert_eq!(
+            overall(&[Judgement::Holds, Judgement::NotRun]),
+            Judgement::NotRun
+        );
+    }
+
+    #[test]
+    fn findings_parse_from_yaml() {
+        let f: Vec<Finding> = serde_yaml::from_str(
+            "- id: F3\n  title: t\n  checks:\n    - kind: failures\n      a: rr\n      b: head\n    - kind: ratio\n      metric: e2e_p50_ms\n      a: x\n      b: y\n      expect: below\n",
+        )
+        .unwrap();
+        assert_eq!(f[0].checks.len(), 2);
+        assert!(serde_yaml::from_str::<Vec<Finding>>(
+            "- id: F\n  title: t\n  checks: []\n  bogus: 1\n"
+        )
+        .is_err());
+    }
+}
