@@ -181,9 +181,11 @@ fn expand_group(
                     .join(",")
             )
         };
-        arms.extend(resolve_arm(
-            path, id, &g.name, &scenario, &sources, &missing,
-        )?);
+        let mut resolved = resolve_arm(path, id, &g.name, &scenario, &sources, &missing)?;
+        for a in &mut resolved {
+            a.between = g.between;
+        }
+        arms.extend(resolved);
     }
     Ok(())
 }

@@ -110,6 +110,9 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         .out
         .clone()
         .unwrap_or_else(|| crate::cell::default_out(&file.campaign));
+    if let Some(spec) = &file.ceiling {
+        return ceiling::run_campaign(req, &file, spec, &arms, &dir);
+    }
     if req.dry_run {
         let text = progress::dry_run(&file, &arms, &order, estimate);
         print!("{text}");
