@@ -17,6 +17,7 @@ pub mod error;
 pub mod findings;
 pub mod fit;
 pub mod format;
+pub mod gate;
 pub mod html;
 pub mod latency_log;
 pub mod per_second;

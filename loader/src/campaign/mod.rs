@@ -10,6 +10,7 @@
 pub mod arms;
 pub mod ceiling;
 pub mod file;
+pub mod gate;
 pub mod order;
 pub mod progress;
 pub mod record;

@@ -19,19 +19,25 @@ pub enum Exit {
     Void,
     /// REFUSED: the system refused the cell's topology at setup.
     Refused,
+    /// The gate found a regression beyond the noise, confirmed by fresh pairs.
+    Regression,
+    /// The gate could not judge (unstable metrics, too many VOID legs, too few pairs).
+    Inconclusive,
     /// Stopped by Ctrl-C (SIGINT) before it ended; what ran is recorded.
     Interrupted,
 }
 
 impl Exit {
     /// Every exit, in code order.
-    pub const ALL: [Exit; 7] = [
+    pub const ALL: [Exit; 9] = [
         Exit::Pass,
         Exit::Internal,
         Exit::BadInput,
         Exit::Fail,
         Exit::Void,
         Exit::Refused,
+        Exit::Regression,
+        Exit::Inconclusive,
         Exit::Interrupted,
     ];
 
@@ -43,6 +49,8 @@ impl Exit {
             Exit::Fail => 3,
             Exit::Void => 4,
             Exit::Refused => 5,
+            Exit::Regression => 6,
+            Exit::Inconclusive => 7,
             Exit::Interrupted => 130,
         }
     }
@@ -56,6 +64,8 @@ impl Exit {
             Exit::Fail => "FAIL",
             Exit::Void => "VOID",
             Exit::Refused => "REFUSED",
+            Exit::Regression => "regression",
+            Exit::Inconclusive => "inconclusive",
             Exit::Interrupted => "interrupted",
         }
     }
@@ -68,6 +78,8 @@ impl Exit {
             Exit::Fail => "correctness: something was lost, reordered or duplicated",
             Exit::Void => "the loader, not the system, was the limit (pacer skipped events, loader CPU above its cap, or schedule lag above its threshold)",
             Exit::Refused => "the system refused the cell's topology at setup; result.json records its answer",
+            Exit::Regression => "`crossbench gate`: the candidate regressed beyond the noise, confirmed by fresh pairs",
+            Exit::Inconclusive => "`crossbench gate`: cannot judge (unstable metrics, too many VOID legs, too few pairs)",
             Exit::Interrupted => "stopped by Ctrl-C; what ran is recorded (a campaign: `--resume` runs the rest)",
         }
     }
@@ -116,7 +128,7 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_in_order() {
-        for (i, e) in Exit::ALL.iter().take(6).enumerate() {
+        for (i, e) in Exit::ALL.iter().take(8).enumerate() {
             assert_eq!(e.code() as usize, i, "{e:?}");
         }
         assert_eq!(

@@ -104,6 +104,10 @@ pub struct Scenario {
     /// The stream workload's shape (workload: stream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamSection>,
+    /// What `crossbench gate` gates on this scenario: metrics and thresholds
+    /// (docs/gate.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<report::gate::GateConfig>,
 }
 
 fn yes() -> bool {

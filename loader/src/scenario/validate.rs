@@ -109,5 +109,8 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     s.options
         .validate()
         .map_err(|e| invalid(&e.field, e.message))?;
+    if let Some(g) = &s.gate {
+        g.resolve().map_err(|m| invalid("gate", m))?;
+    }
     Ok(())
 }
