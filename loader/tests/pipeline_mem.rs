@@ -213,7 +213,15 @@ fn a_saturated_loader_makes_the_cell_void() {
     assert_eq!(code, 4, "VOID exits 4: {r:#}");
     assert_eq!(r["outcome"], "VOID");
     assert!(r["void"]["void"].as_bool().unwrap());
-    assert!(!r["void"]["reasons"].as_array().unwrap().is_empty());
+    // Whatever else the load adds, the pacer's skipped events are among the reasons
+    // (each reason alone: drain_and_void.rs).
+    let reasons = r["void"]["reasons"].as_array().unwrap();
+    assert!(
+        reasons
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("the pacer fell more than")),
+        "{reasons:?}"
+    );
     assert!(r["identity_holds"].as_bool().unwrap());
 }
 
