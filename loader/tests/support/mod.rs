@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod secrets;
 #[path = "../../../adapters/tests/support/services.rs"]
 mod services;
 pub use services::{absent, queen_url, reachable};
