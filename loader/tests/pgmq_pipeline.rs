@@ -73,7 +73,7 @@ fn pgmq_pipeline_survives_backend_termination() {
         std::thread::spawn(move || {
             support::run_into(
                 Path::new(SMOKE),
-                &["duration=15s", "name=pgmq-terminate"],
+                &support::relaxed(&["duration=15s", "name=pgmq-terminate"]),
                 &dir,
             )
         })
