@@ -123,7 +123,7 @@ fn run_and_scan(system: &str, scn: &str, sets: &[String], secret: &str, sampler:
     let scanned = assert_nowhere(secret, &roots, &texts);
     // result.json, invocation.txt, samples.csv, produced.meta, report.csv, 3 .hlog,
     // 12 stream logs per cell, and the report.
-    assert!(scanned >= 2 * 20 + 1, "only {scanned} files scanned");
+    assert!(scanned > 2 * 20, "only {scanned} files scanned");
 }
 
 fn psql(sql: &str) -> Result<String, String> {
