@@ -107,6 +107,17 @@ pub enum CheckError {
     NoStreams,
     #[error("stream {0} declared twice")]
     DuplicateStream(String),
+    /// Neither a crossbench cell (no `produced.meta`) nor a reference-harness log
+    /// directory (none of its stream logs under the given prefix).
+    #[error(
+        "{}: not a cell directory: it has no produced.meta (the record `crossbench run` writes) and none of the reference harness's 12 stream logs ({}); give the directory `crossbench run` wrote, or --prefix P when the reference run's topics carry a prefix",
+        path.display(),
+        expected.join(", ")
+    )]
+    NotACell {
+        path: PathBuf,
+        expected: Vec<String>,
+    },
 }
 
 /// One malformed log line.
@@ -235,6 +246,16 @@ pub fn verify_dir(dir: &Path, opts: &VerifyOptions) -> Result<Verdict, CheckErro
     } else {
         produced.streams.clone()
     };
+    if produced.format == MetaFormat::Missing
+        && !streams
+            .iter()
+            .any(|s| dir.join(format!("{}.log", s.name)).exists())
+    {
+        return Err(CheckError::NotACell {
+            path: dir.to_path_buf(),
+            expected: streams.iter().map(|s| format!("{}.log", s.name)).collect(),
+        });
+    }
     verify(dir, &produced, &streams, opts)
 }
 

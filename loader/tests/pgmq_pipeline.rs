@@ -73,7 +73,7 @@ fn pgmq_pipeline_survives_backend_termination() {
         std::thread::spawn(move || {
             support::run_into(
                 Path::new(SMOKE),
-                &["duration=15s", "name=pgmq-terminate"],
+                &support::relaxed(&["duration=15s", "name=pgmq-terminate"]),
                 &dir,
             )
         })
@@ -117,15 +117,20 @@ fn pgmq_pipeline_survives_backend_termination() {
     assert_eq!(code, 0, "exit code; verdict: {}", r["verdict"]);
     assert_clean_pass(&r);
     // The pool may notice a killed idle connection at checkout and replace it without
-    // any call failing; a killed busy one fails its call, which is counted and retried.
-    // Either way the run must go on and PASS, with work done after the kills.
+    // any call failing; but 24 readers poll all the time, so each kill catches some
+    // in a call: that call fails, is counted, its connection dropped and replaced
+    // (a reconnect), and the run goes on to PASS with work done after the kills.
     let stats = &r["broker_stats"];
     let dropped = stats["pgmq_connections_dropped"].as_u64().unwrap_or(0);
     let receive_errors = stream_sum(&r, "receive_errors");
     let reconnects = stream_sum(&r, "reconnects");
-    eprintln!(
+    let counts = format!(
         "terminated {killed} backends: dropped={dropped} receive_errors={receive_errors} reconnects={reconnects}"
     );
+    assert!(receive_errors >= 1, "no failed call was counted; {counts}");
+    assert!(reconnects >= 1, "no reconnect was counted; {counts}");
+    assert!(dropped >= 1, "no connection was dropped; {counts}");
+    assert_eq!(r["outcome"], "PASS", "{counts}");
     let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
     let rows: Vec<&str> = csv
         .lines()

@@ -21,7 +21,10 @@ fn run(scn: &Path, sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
 
 #[test]
 fn smoke_passes_and_leaves_a_complete_record() {
-    let (code, r, tmp) = run(&scenario("smoke.yaml"), &["duration=4s", "warmup=1s"]);
+    let (code, r, tmp) = run(
+        &scenario("smoke.yaml"),
+        &support::relaxed(&["duration=4s", "warmup=1s"]),
+    );
     assert_eq!(code, 0, "exit code; result: {r:#}");
     assert_eq!(r["outcome"], "PASS");
     assert_eq!(r["schema_version"], 1);
@@ -156,14 +159,14 @@ fn misbehaving_broker_fails_with_the_right_counts() {
 fn slow_publishers_shed_and_the_identity_holds() {
     let (code, r, _tmp) = run(
         &scenario("smoke.yaml"),
-        &[
+        &support::relaxed(&[
             "duration=3s",
             "warmup=0s",
             "rate=2000",
             "push_shards=2",
             "shard_queue=4",
             "mem.publish_delay=20ms",
-        ],
+        ]),
     );
     let mut shed = 0;
     for f in ["A", "B"] {
@@ -213,7 +216,15 @@ fn a_saturated_loader_makes_the_cell_void() {
     assert_eq!(code, 4, "VOID exits 4: {r:#}");
     assert_eq!(r["outcome"], "VOID");
     assert!(r["void"]["void"].as_bool().unwrap());
-    assert!(!r["void"]["reasons"].as_array().unwrap().is_empty());
+    // Whatever else the load adds, the pacer's skipped events are among the reasons
+    // (each reason alone: drain_and_void.rs).
+    let reasons = r["void"]["reasons"].as_array().unwrap();
+    assert!(
+        reasons
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("the pacer fell more than")),
+        "{reasons:?}"
+    );
     assert!(r["identity_holds"].as_bool().unwrap());
 }
 
@@ -280,7 +291,7 @@ fn drain_max_bounds_the_producers_backlog() {
     // counted failed (the tail of each property), and the drain ends on time.
     let (code, r, _tmp) = run(
         &scenario("smoke.yaml"),
-        &[
+        &support::relaxed(&[
             "duration=3s",
             "warmup=0s",
             "rate=400",
@@ -288,7 +299,7 @@ fn drain_max_bounds_the_producers_backlog() {
             "shard_queue=1000",
             "mem.publish_delay=100ms",
             "drain.max=2s",
-        ],
+        ]),
     );
     let mut failed = 0;
     for f in ["A", "B"] {

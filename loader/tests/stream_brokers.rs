@@ -21,6 +21,8 @@ const SMOKE: &str = concat!(
 fn run(sets: &[&str]) -> (i32, Value, String) {
     // A small space the window covers in 2.5 s; 1000 msg/s in pushes of 10.
     let all: Vec<&str> = [
+        "void.loader_cpu_max=1",
+        "void.schedule_lag_p99_max=10s",
         "rate=1000",
         "duration=4s",
         "warmup=1s",

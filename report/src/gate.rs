@@ -209,10 +209,11 @@ pub struct Calibration {
     pub noise: BTreeMap<String, f64>,
 }
 
+/// One leg's figures, by metric.
+pub type Figures = BTreeMap<Metric, f64>;
+
 /// The A/A noise of each metric: the 95th percentile of |b ÷ a − 1| over pairs.
-pub fn calibrate(
-    pairs: &[(BTreeMap<Metric, f64>, BTreeMap<Metric, f64>)],
-) -> BTreeMap<String, f64> {
+pub fn calibrate(pairs: &[(Figures, Figures)]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for m in Metric::ALL {
         let mut dev: Vec<f64> = pairs

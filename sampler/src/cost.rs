@@ -174,7 +174,17 @@ pub fn cost_summary(
 ) -> CostSummary {
     let w = interval_ms(samples);
     let sys: HashSet<&str> = system_targets.iter().map(String::as_str).collect();
-    let present: HashSet<&str> = samples.rows.iter().map(|r| &*r.target).collect();
+    // A target is present when it gave at least one value: a process pattern that
+    // matched nothing writes rows with empty values (and `processes` 0), and is absent.
+    let present: HashSet<&str> = samples
+        .rows
+        .iter()
+        .filter(|r| {
+            r.value
+                .is_some_and(|v| v != 0.0 || &*r.metric != "processes")
+        })
+        .map(|r| &*r.target)
+        .collect();
     let in_win: Vec<&Sample> = samples
         .rows
         .iter()

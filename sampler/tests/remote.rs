@@ -27,7 +27,28 @@ async fn serve_and_pull() {
     let server = tokio::spawn(sampler::serve(listener, cfg, async {
         let _ = stop_rx.await;
     }));
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    // Wait for what the checks below need (three ticks served), by counting them,
+    // not by sleeping a guessed time: a loaded machine may tick late.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let body = raw_get(addr, "/samples.csv").await;
+        let ticks: std::collections::BTreeSet<&str> = body
+            .split("\r\n\r\n")
+            .nth(1)
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("unix_ms"))
+            .filter_map(|l| l.split(',').next())
+            .collect();
+        if ticks.len() >= 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than 3 ticks served after 60 s: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let health = raw_get(addr, "/health").await;
     assert!(health.starts_with("HTTP/1.1 200 OK\r\n"), "{health}");

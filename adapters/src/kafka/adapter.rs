@@ -128,8 +128,9 @@ impl KafkaBroker {
     fn topic_configs(&self, durability: Durability) -> Vec<(&'static str, String)> {
         let mut c = vec![("retention.ms", self.opts.retention.as_millis().to_string())];
         if durability == Durability::Fsync {
-            c.push(("flush.messages", "1".into()));
-            c.push(("flush.ms", "0".into()));
+            for (k, v) in super::durability::FSYNC_CONFIGS {
+                c.push((k, v.into()));
+            }
         }
         c
     }
@@ -184,17 +185,7 @@ impl KafkaBroker {
             .create(&names, partitions, self.opts.replication_factor, &configs)
             .await?;
         self.stats.topics_created.add(created);
-        if topology.durability == Durability::Fsync {
-            if let Some(first) = names.first() {
-                let seen = admin.topic_config(first, "flush.messages").await;
-                notes.push(format!(
-                    "fsync tier: topics created with flush.messages=1, flush.ms=0; the broker reports flush.messages={} for {first} (whether it honours it is the broker's business: see compose/kafka/README.md)",
-                    seen.as_deref().unwrap_or("<not reported>")
-                ));
-            }
-        } else {
-            notes.push("default tier: the broker's default flush policy (Apache Kafka: page cache, replication for durability; acks=all)".into());
-        }
+        notes.push(super::durability::tier_note(&admin, &names, topology.durability).await);
         let topics: HashMap<String, Vec<String>> = topology
             .topics
             .iter()

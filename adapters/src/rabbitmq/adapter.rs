@@ -1022,7 +1022,10 @@ where
 #[async_trait]
 impl Broker for RabbitBroker {
     async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
-        self.inner.setup(topology).await
+        self.inner
+            .setup(topology)
+            .await
+            .map_err(super::refusal::topology_refusal)
     }
 
     async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {

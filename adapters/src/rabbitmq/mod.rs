@@ -8,5 +8,6 @@ pub use options::{Idiom, QueueType, RabbitOptions};
 
 #[cfg(feature = "rabbitmq")]
 mod adapter;
+mod refusal;
 #[cfg(feature = "rabbitmq")]
 pub use adapter::RabbitBroker;

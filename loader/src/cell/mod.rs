@@ -270,6 +270,11 @@ pub async fn run<W: Workload>(
     );
     let mut warnings = consume_errors;
     warnings.extend(figures.warnings);
+    for t in &cost.missing_system_targets {
+        warnings.push(format!(
+            "sample target {t} was absent (no value in any sample): the system's cost figures leave it out; check sample.targets (or the system's process name)"
+        ));
+    }
     if !figures.identity_holds {
         warnings
             .push("accounting identity offered = published + shed + failed does not hold".into());

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod secrets;
 #[path = "../../../adapters/tests/support/services.rs"]
 mod services;
 pub use services::{absent, queen_url, reachable};
@@ -118,10 +119,26 @@ pub fn summary(r: &Value) -> String {
     )
 }
 
-/// [`run_raw`], then the cell must have exited 0 and PASSed cleanly
-/// ([`assert_clean_pass`]): its `result.json` and the directory holding `cell`.
+/// The VOID rule relaxed, for tests about something else: a loaded machine can make
+/// a debug build VOID (loader CPU, schedule lag), and a VOID must never hide the
+/// verdict such a test is about. The rule itself is tested in drain_and_void.rs.
+/// (A test's own `void.*` sets, given after these, win.)
+pub const RELAX_VOID: [&str; 2] = ["void.loader_cpu_max=1", "void.schedule_lag_p99_max=10s"];
+
+/// `RELAX_VOID` followed by `sets`.
+pub fn relaxed<'a>(sets: &[&'a str]) -> Vec<&'a str> {
+    RELAX_VOID
+        .iter()
+        .copied()
+        .chain(sets.iter().copied())
+        .collect()
+}
+
+/// [`run_raw`] with the VOID rule relaxed ([`RELAX_VOID`]), then the cell must have
+/// exited 0 and PASSed cleanly ([`assert_clean_pass`]): its `result.json` and the
+/// directory holding `cell`.
 pub fn run_passing(scn: &Path, sets: &[&str]) -> (Value, tempfile::TempDir) {
-    let (code, text, tmp) = run_raw(scn, sets);
+    let (code, text, tmp) = run_raw(scn, &relaxed(sets));
     let dir = tmp.path().join("cell");
     if !dir.join("result.json").exists() {
         panic!("exit code {code}, no result.json; output:\n{text}");

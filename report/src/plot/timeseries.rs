@@ -72,7 +72,11 @@ pub fn plot(c: &CellRecord, base: &Path) -> Result<Picture, ReportError> {
             vec![
                 line("offered", s(|r| r.offered)),
                 line("published", s(|r| r.published)),
-                line("deliveries ÷ 6", s(|r| r.delivered / 6.0)),
+                if c.is_stream() {
+                    line("popped (all groups)", s(|r| r.delivered))
+                } else {
+                    line("deliveries ÷ 6", s(|r| r.delivered / 6.0))
+                },
             ],
         ),
         panel(
