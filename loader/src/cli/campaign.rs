@@ -134,3 +134,76 @@ pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
     }
     Ok(Exit::Pass)
 }
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Scenario YAML both arms run (not with --baseline/--candidate).
+    #[arg(required_unless_present_all = ["baseline", "candidate"])]
+    pub scenario: Option<PathBuf>,
+    /// The baseline arm's overrides (repeatable): --baseline-set rabbitmq.queue_type=classic.
+    #[arg(long = "baseline-set", value_name = "KEY=VALUE")]
+    pub baseline_sets: Vec<String>,
+    /// The candidate arm's overrides: the same fields, other values.
+    #[arg(long = "candidate-set", value_name = "KEY=VALUE")]
+    pub candidate_sets: Vec<String>,
+    /// Overrides for both arms.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// ABBA pairs (at least 5; below 9 the verdict is low-confidence).
+    #[arg(long, default_value_t = report::gate::DEFAULT_PAIRS)]
+    pub pairs: usize,
+    /// An A/A run of the baseline against itself: writes this host's calibration file.
+    #[arg(long, conflicts_with_all = ["candidate_sets", "baseline", "candidate"])]
+    pub calibrate: bool,
+    /// The calibration file (default: ~/.cache/crossbench/gate-calibration-<host>.json).
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+    /// Compare two records already made: the baseline's directory (a campaign or cells).
+    #[arg(long, value_name = "DIR", requires = "candidate")]
+    pub baseline: Option<PathBuf>,
+    /// ... and the candidate's.
+    #[arg(long, value_name = "DIR", requires = "baseline")]
+    pub candidate: Option<PathBuf>,
+    /// The gate's directory (default: runs/<name>-gate-<UTC time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write the Markdown summary here (default: appended to $GITHUB_STEP_SUMMARY when set).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Also write the JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write GitLab's metrics.txt here.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_txt: Option<PathBuf>,
+    /// Seed of the permutation test and the bootstrap (recorded in gate.json).
+    #[arg(long, default_value_t = 0x6A7E)]
+    pub seed: u64,
+    /// No line per leg.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn gate(a: GateArgs) -> anyhow::Result<Exit> {
+    use crate::campaign::gate::{execute, GateRequest};
+    let req = GateRequest {
+        scenario: a.scenario,
+        sets: a.sets,
+        baseline_sets: a.baseline_sets,
+        candidate_sets: a.candidate_sets,
+        baseline_dir: a.baseline,
+        candidate_dir: a.candidate,
+        pairs: a.pairs,
+        calibrate: a.calibrate,
+        calibration: a.calibration,
+        out: a.out,
+        markdown: a.markdown,
+        junit: a.junit,
+        metrics_txt: a.metrics_txt,
+        seed: a.seed,
+        quiet: a.quiet,
+        timing: Timing::Real,
+        argv: std::env::args().collect(),
+    };
+    Ok(execute(&req)?.0)
+}

@@ -53,6 +53,8 @@ pub enum Command {
     Ceiling(campaign::CeilingArgs),
     /// Check the published findings against a findings campaign (docs/findings.md).
     Findings(campaign::FindingsArgs),
+    /// The CI regression gate: a baseline and a candidate in ABBA pairs (docs/gate.md).
+    Gate(campaign::GateArgs),
     /// Serve 1 Hz resource samples of this machine over HTTP, for `run --sampler`.
     Sample {
         /// Address to listen on, e.g. 127.0.0.1:9464.
@@ -110,6 +112,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Campaign(a) => campaign::campaign(a),
         Command::Ceiling(a) => campaign::ceiling(a),
         Command::Findings(a) => campaign::findings(a),
+        Command::Gate(a) => campaign::gate(a),
         Command::Sample { listen, targets } => sample::serve(&listen, &targets),
         Command::Verify {
             dir,
