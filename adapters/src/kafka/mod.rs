@@ -9,6 +9,7 @@
 //! member's coalesced offset commits),
 //! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
+#[cfg(feature = "kafka")]
 mod durability;
 pub mod options;
 pub use options::{Assignment, KafkaOptions};

@@ -8,6 +8,7 @@ pub use options::{Idiom, QueueType, RabbitOptions};
 
 #[cfg(feature = "rabbitmq")]
 mod adapter;
+#[cfg(feature = "rabbitmq")]
 mod refusal;
 #[cfg(feature = "rabbitmq")]
 pub use adapter::RabbitBroker;

@@ -239,12 +239,8 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
     let started = SystemTime::now();
     let interrupt = CancellationToken::new();
     {
-        let interrupt = interrupt.clone();
-        rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.cancel();
-            }
-        });
+        let _in_runtime = rt.enter();
+        crate::cli::signals::install(interrupt.clone());
     }
     let mut probes: Vec<Probe> = Vec::new();
     let mut book = Book::default();
@@ -269,6 +265,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
             quiet: true,
             sampler_url: None,
             timing: req.timing,
+            interrupt_drain: crate::cell::INTERRUPT_DRAIN,
         };
         rt.block_on(crate::workload::run_cell(&l, &opts, &[], &interrupt))?;
         let (outcome, served, p99_ms, held, why) = judge(&cell_dir, req.served, req.p99_max);

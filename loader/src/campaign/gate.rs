@@ -182,12 +182,8 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
     .context("starting the runtime")?;
     let interrupt = CancellationToken::new();
     {
-        let interrupt = interrupt.clone();
-        rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.cancel();
-            }
-        });
+        let _in_runtime = rt.enter();
+        crate::cli::signals::install(interrupt.clone());
     }
     let arms = [
         Arm {
@@ -229,6 +225,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
                     quiet: true,
                     sampler_url: None,
                     timing: req.timing,
+                    interrupt_drain: crate::cell::INTERRUPT_DRAIN,
                 };
                 let started = std::time::Instant::now();
                 let r = rt.block_on(crate::workload::run_cell(&l, &opts, &[], &interrupt));

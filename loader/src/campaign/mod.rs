@@ -16,12 +16,9 @@ pub mod progress;
 pub mod record;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::cell::RunOptions;
@@ -240,7 +237,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         .iter()
         .any(|c| c.outcome.as_deref() == Some("FAIL"));
     let exit = if interrupted {
-        Exit::Interrupted
+        crate::cli::signals::exit()
     } else if any_fail {
         Exit::Fail
     } else {
@@ -258,6 +255,9 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
 /// A cell's record is complete (result.json with an outcome, invocation.txt with
 /// it too) and its logs still give the verdict it recorded.
 pub fn complete_and_verified(dir: &Path) -> bool {
+    if crate::record::incomplete::is_incomplete(dir) {
+        return false;
+    }
     let Ok(text) = std::fs::read_to_string(dir.join("result.json")) else {
         return false;
     };
@@ -288,23 +288,10 @@ async fn run_cells(
     dir: &Path,
     rec: &mut CampaignRecord,
 ) -> anyhow::Result<usize> {
-    // Ctrl-C: the running cell stops its traffic early (and is run again by
-    // --resume); no further cell starts. A second Ctrl-C exits at once.
-    let stop = Arc::new(AtomicBool::new(false));
-    let current = Arc::new(Mutex::new(CancellationToken::new()));
-    {
-        let (stop, current) = (stop.clone(), current.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.store(true, Ordering::SeqCst);
-                current.lock().cancel();
-                eprintln!("\ninterrupted: the current cell stops early; no further cell starts (Ctrl-C again exits now)");
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(i32::from(Exit::Interrupted.code()));
-                }
-            }
-        });
-    }
+    // Ctrl-C or SIGTERM: the running cell stops its traffic early (and is run again
+    // by --resume); no further cell starts. A second signal exits at once.
+    let stop = CancellationToken::new();
+    crate::cli::signals::install(stop.clone());
     let todo: Vec<usize> = (0..rec.cells.len())
         .filter(|&i| {
             let c = &rec.cells[i];
@@ -318,7 +305,7 @@ async fn run_cells(
     let mut bar = progress::Bar::new(todo.len(), req.quiet);
     let mut ran = 0;
     for i in todo {
-        if stop.load(Ordering::SeqCst) {
+        if stop.is_cancelled() {
             break;
         }
         let (arm_id, cell_dir) = (rec.cells[i].arm.clone(), dir.join(&rec.cells[i].dir));
@@ -349,8 +336,7 @@ async fn run_cells(
         }
         rec.write(dir)?;
         bar.start(&rec.cells[i].id);
-        let interrupt = CancellationToken::new();
-        *current.lock() = interrupt.clone();
+        let interrupt = stop.child_token();
         let opts = RunOptions {
             argv: req.argv.clone(),
             scenario_path: arm.scenario.clone(),
@@ -358,6 +344,7 @@ async fn run_cells(
             quiet: true,
             sampler_url: None,
             timing: req.timing,
+            interrupt_drain: crate::cell::INTERRUPT_DRAIN,
         };
         let r = crate::workload::run_cell(loaded, &opts, &[], &interrupt).await;
         ran += 1;
@@ -368,7 +355,7 @@ async fn run_cells(
             Ok(report) if !interrupt.is_cancelled() => {
                 c.status = CellStatus::Done;
                 c.outcome = Some(report.outcome.name().into());
-                c.exit = Some(Exit::of(report.outcome).code());
+                c.exit = Some(Exit::of_cell(&report).code());
             }
             Ok(report) => {
                 c.status = CellStatus::Interrupted;

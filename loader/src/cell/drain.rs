@@ -38,17 +38,18 @@ pub fn grace(set: Option<Duration>, lease_ms: Option<u64>) -> Duration {
 }
 
 /// Cancel `abandon` (publishers stop retrying and count what is left as failed) when
-/// the drain's deadline passes, or 5 s after a Ctrl-C.
+/// the drain's deadline passes, or half of `after_interrupt` after a Ctrl-C.
 pub fn abandon_at_deadline(
     abandon: &CancellationToken,
     max: Duration,
     interrupt: &CancellationToken,
+    after_interrupt: Duration,
 ) {
     let (abandon, interrupt) = (abandon.clone(), interrupt.clone());
     tokio::spawn(async move {
         tokio::select! {
             _ = tokio::time::sleep(max) => {}
-            _ = async { interrupt.cancelled().await; tokio::time::sleep(Duration::from_secs(5)).await } => {}
+            _ = async { interrupt.cancelled().await; tokio::time::sleep(after_interrupt / 2).await } => {}
         }
         abandon.cancel();
     });
@@ -56,20 +57,26 @@ pub fn abandon_at_deadline(
 
 /// Poll every 50 ms until `caught_up()` holds, `progress()` (a count that grows
 /// while consumers work) stood still for `grace`, or `max` passed since `started`.
-/// A Ctrl-C during the drain cuts it short; one that already ended the rated window
-/// early (`stopped_early`) does not.
+/// After a Ctrl-C (before the drain or during it) the drain goes on for at most
+/// `after_interrupt` more; when that deadline ends it, it was cut short.
 pub async fn drain(
     started: Instant,
     grace: Duration,
     max: Duration,
     interrupt: &CancellationToken,
-    stopped_early: bool,
+    after_interrupt: Duration,
     mut caught_up: impl FnMut() -> bool,
     mut progress: impl FnMut() -> u64,
 ) -> DrainEnd {
     let mut last_total = progress();
     let mut last_move = Instant::now();
+    let mut deadline = started + max;
+    let mut interrupted = false;
     loop {
+        if !interrupted && interrupt.is_cancelled() {
+            interrupted = true;
+            deadline = deadline.min(Instant::now() + after_interrupt);
+        }
         if caught_up() {
             return DrainEnd::CaughtUp;
         }
@@ -81,15 +88,10 @@ pub async fn drain(
         if last_move.elapsed() >= grace {
             return DrainEnd::Grace;
         }
-        if started.elapsed() >= max {
+        if Instant::now() >= deadline {
             return DrainEnd::CutShort;
         }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-            _ = async { if stopped_early { std::future::pending::<()>().await } else { interrupt.cancelled().await } } => {
-                return DrainEnd::CutShort;
-            }
-        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -107,7 +109,7 @@ mod tests {
             Duration::from_secs(5),
             Duration::from_secs(5),
             &never,
-            false,
+            Duration::from_secs(10),
             || n.fetch_add(1, Ordering::Relaxed) >= 3,
             || 0,
         )
@@ -118,7 +120,7 @@ mod tests {
             Duration::from_millis(120),
             Duration::from_secs(5),
             &never,
-            false,
+            Duration::from_secs(10),
             || false,
             || 7,
         )
@@ -130,25 +132,30 @@ mod tests {
             Duration::from_secs(5),
             Duration::from_millis(150),
             &never,
-            false,
+            Duration::from_secs(10),
             || false,
             || moving.fetch_add(1, Ordering::Relaxed),
         )
         .await;
         assert_eq!(end, DrainEnd::CutShort);
+        // After a Ctrl-C the drain goes on for at most `after_interrupt`, while things
+        // still move.
         let ctrl_c = CancellationToken::new();
         ctrl_c.cancel();
+        let t0 = Instant::now();
+        let moving = AtomicU64::new(0);
         let end = drain(
             Instant::now(),
             Duration::from_secs(5),
-            Duration::from_secs(5),
+            Duration::from_secs(60),
             &ctrl_c,
-            false,
+            Duration::from_millis(200),
             || false,
-            || 0,
+            || moving.fetch_add(1, Ordering::Relaxed),
         )
         .await;
-        assert_eq!(end, DrainEnd::CutShort, "Ctrl-C during the drain");
+        assert_eq!(end, DrainEnd::CutShort, "Ctrl-C: a short bounded drain");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 
     #[test]

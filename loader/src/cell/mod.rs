@@ -5,6 +5,7 @@
 
 pub mod consumers;
 pub mod drain;
+pub mod load_rule;
 pub mod outcome;
 pub mod rated;
 pub mod setup;
@@ -49,12 +50,19 @@ pub struct RunOptions {
     pub sampler_url: Option<String>,
     /// Real time, or the runtime's paused virtual time (deterministic tests).
     pub timing: Timing,
+    /// After Ctrl-C or SIGTERM, the drain goes on for at most this long.
+    pub interrupt_drain: Duration,
 }
+
+/// The drain after an interruption, unless told otherwise.
+pub const INTERRUPT_DRAIN: Duration = Duration::from_secs(10);
 
 /// What a finished cell returns.
 #[derive(Debug)]
 pub struct CellReport {
     pub outcome: Outcome,
+    /// Whether it held its load (`None`: refused, nothing ran).
+    pub load: Option<crate::record::result::LoadVerdict>,
     pub dir: PathBuf,
     /// The summary to print.
     pub summary: String,
@@ -73,6 +81,7 @@ pub async fn run<W: Workload>(
     let dir = opts.out.clone();
     let clock = Clock::anchor();
     let inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
+    crate::record::incomplete::begin(&dir);
     let started = inv.started;
     let sampling = crate::sampling::start(s, &dir)?;
     let quiet = opts.quiet;
@@ -100,9 +109,11 @@ pub async fn run<W: Workload>(
                 refusal,
             )?;
             inv.write(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
+            crate::record::incomplete::end();
             sampling.stop();
             return Ok(CellReport {
                 outcome: Outcome::Refused,
+                load: None,
                 dir,
                 summary,
             });
@@ -189,7 +200,7 @@ pub async fn run<W: Workload>(
     phase.set(Phase::Drain);
     let drain_start = Instant::now();
     let drain_max = s.drain.max.0;
-    abandon_at_deadline(&env.abandon, drain_max, interrupt);
+    abandon_at_deadline(&env.abandon, drain_max, interrupt, opts.interrupt_drain);
     for p in producers {
         p.finish().await;
     }
@@ -199,7 +210,7 @@ pub async fn run<W: Workload>(
         grace,
         drain_max,
         interrupt,
-        stopped_early,
+        opts.interrupt_drain,
         || workload.caught_up(),
         || workload.deliveries(),
     )
@@ -249,14 +260,15 @@ pub async fn run<W: Workload>(
         .await?;
 
     // Figures, the VOID rule, the outcome.
-    let figures = workload.figures(&Ending {
+    let ending = Ending {
         env: &env,
         verdict: &verdict,
         rated_sec,
         wall_rated_sec: edges.wall_sec,
         deliveries_in_window,
         stream_counters: &counters,
-    })?;
+    };
+    let figures = workload.figures(&ending)?;
     let loader = LoaderFigures::measure(edges.cpu_seconds, edges.wall_sec, deliveries_in_window);
     let void_reasons = crate::cell::void_rule::reasons(
         &s.void,
@@ -279,8 +291,23 @@ pub async fn run<W: Workload>(
         warnings
             .push("accounting identity offered = published + shed + failed does not hold".into());
     }
-    let outcome =
-        crate::cell::void_rule::outcome(verdict.pass, figures.identity_holds, &void_reasons);
+    let load_verdict = crate::cell::load_rule::verdict(
+        &s.held,
+        &crate::cell::load_rule::LoadFacts {
+            served_in_window: workload.served_in_window(&ending),
+            failed: load.failed,
+            shed: load.shed_backpressure,
+            unit: load.unit,
+            drain_cut_short: drain_end == crate::cell::drain::DrainEnd::CutShort,
+        },
+    );
+    let outcome = if interrupt.is_cancelled() {
+        // Stopped by Ctrl-C or SIGTERM: the record is complete, over the window as it
+        // ran; the verdict on what was delivered is in it.
+        Outcome::Interrupted
+    } else {
+        crate::cell::void_rule::outcome(verdict.pass, figures.identity_holds, &void_reasons)
+    };
     let ended = SystemTime::now();
     let result = CellResult {
         head: CellHead::new(
@@ -311,6 +338,7 @@ pub async fn run<W: Workload>(
                 void: !void_reasons.is_empty(),
                 reasons: void_reasons,
             },
+            load: load_verdict.clone(),
             verdict: serde_json::to_value(&verdict).context("serialising the verdict")?,
             cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
             broker_stats,
@@ -319,6 +347,7 @@ pub async fn run<W: Workload>(
     };
     write_result(&dir, &result)?;
     inv.write(Some(ended), Some(outcome.name()))?;
+    crate::record::incomplete::end();
 
     let summary = crate::console::summary::render(
         &result.head,
@@ -330,6 +359,7 @@ pub async fn run<W: Workload>(
     );
     Ok(CellReport {
         outcome,
+        load: Some(load_verdict),
         dir,
         summary,
     })

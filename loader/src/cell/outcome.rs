@@ -11,6 +11,10 @@ pub enum Outcome {
     Void,
     /// The system refused the cell's topology at setup; recorded, no figures.
     Refused,
+    /// Ctrl-C or SIGTERM stopped it: it drained for a short bounded time, was verified
+    /// over what was delivered, and its record is complete; its figures cover the
+    /// window as it ran.
+    Interrupted,
 }
 
 impl Outcome {
@@ -20,6 +24,7 @@ impl Outcome {
             Outcome::Fail => "FAIL",
             Outcome::Void => "VOID",
             Outcome::Refused => "REFUSED",
+            Outcome::Interrupted => "INTERRUPTED",
         }
     }
 
@@ -31,6 +36,7 @@ impl Outcome {
             Outcome::Void => 1,
             Outcome::Refused => 2,
             Outcome::Fail => 3,
+            Outcome::Interrupted => 4,
         };
         if rank(other) > rank(self) {
             other

@@ -84,6 +84,9 @@ pub struct Load {
     pub published_rated: u64,
     pub deliveries_rated: u64,
     pub partitions: u64,
+    /// Units given up and shed at the publishers' queues (all flows).
+    pub failed: u64,
+    pub shed_backpressure: u64,
 }
 
 /// What the lifecycle knows when the workload makes its figures.
@@ -169,6 +172,8 @@ pub trait Workload: Send + Sync {
     fn load(&self) -> Load;
     /// The workload's figures.
     fn figures(&self, end: &Ending<'_>) -> anyhow::Result<Figures<Self::Body>>;
+    /// The share of the demand served while the rated window ran (after `figures`).
+    fn served_in_window(&self, end: &Ending<'_>) -> f64;
     /// The summary's lines between its banner and its closing (verdict table,
     /// outcome).
     fn summary(&self, result: &CellResult<Self::Body>) -> String;

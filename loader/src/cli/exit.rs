@@ -19,17 +19,23 @@ pub enum Exit {
     Void,
     /// REFUSED: the system refused the cell's topology at setup.
     Refused,
+    /// PASS, but the cell did not hold its load (served too little, publishes failed
+    /// or shed, the drain cut short), and the scenario did not call its load
+    /// exploratory.
+    NotHeld,
     /// The gate found a regression beyond the noise, confirmed by fresh pairs.
     Regression,
     /// The gate could not judge (unstable metrics, too many VOID legs, too few pairs).
     Inconclusive,
     /// Stopped by Ctrl-C (SIGINT) before it ended; what ran is recorded.
     Interrupted,
+    /// Stopped by SIGTERM before it ended; what ran is recorded.
+    Terminated,
 }
 
 impl Exit {
     /// Every exit, in code order.
-    pub const ALL: [Exit; 9] = [
+    pub const ALL: [Exit; 11] = [
         Exit::Pass,
         Exit::Internal,
         Exit::BadInput,
@@ -38,7 +44,9 @@ impl Exit {
         Exit::Refused,
         Exit::Regression,
         Exit::Inconclusive,
+        Exit::NotHeld,
         Exit::Interrupted,
+        Exit::Terminated,
     ];
 
     pub fn code(self) -> u8 {
@@ -51,7 +59,9 @@ impl Exit {
             Exit::Refused => 5,
             Exit::Regression => 6,
             Exit::Inconclusive => 7,
+            Exit::NotHeld => 8,
             Exit::Interrupted => 130,
+            Exit::Terminated => 143,
         }
     }
 
@@ -66,7 +76,9 @@ impl Exit {
             Exit::Refused => "REFUSED",
             Exit::Regression => "regression",
             Exit::Inconclusive => "inconclusive",
+            Exit::NotHeld => "NOT-HELD",
             Exit::Interrupted => "interrupted",
+            Exit::Terminated => "terminated",
         }
     }
 
@@ -80,7 +92,17 @@ impl Exit {
             Exit::Refused => "the system refused the cell's topology at setup; result.json records its answer",
             Exit::Regression => "`crossbench gate`: the candidate regressed beyond the noise, confirmed by fresh pairs",
             Exit::Inconclusive => "`crossbench gate`: cannot judge (unstable metrics, too many VOID legs, too few pairs)",
-            Exit::Interrupted => "stopped by Ctrl-C; what ran is recorded (a campaign: `--resume` runs the rest)",
+            Exit::NotHeld => "PASS, but the cell did not hold its load (served too little, publishes failed or shed, the drain cut short) and the scenario did not call it exploratory",
+            Exit::Interrupted => "stopped by Ctrl-C (SIGINT): it drained briefly and its record is complete, outcome INTERRUPTED (a second Ctrl-C exits at once and marks the record incomplete; a campaign: `--resume` runs the rest)",
+            Exit::Terminated => "stopped by SIGTERM, as by Ctrl-C",
+        }
+    }
+
+    /// The exit of a cell: its outcome, and for a PASS whether it held its load.
+    pub fn of_cell(r: &crate::cell::CellReport) -> Exit {
+        match (&r.outcome, &r.load) {
+            (Outcome::Pass, Some(l)) if !l.held && !l.exploratory => Exit::NotHeld,
+            (o, _) => Exit::of(*o),
         }
     }
 
@@ -91,6 +113,7 @@ impl Exit {
             Outcome::Fail => Exit::Fail,
             Outcome::Void => Exit::Void,
             Outcome::Refused => Exit::Refused,
+            Outcome::Interrupted => crate::cli::signals::exit(),
         }
     }
 
@@ -128,7 +151,7 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_in_order() {
-        for (i, e) in Exit::ALL.iter().take(8).enumerate() {
+        for (i, e) in Exit::ALL.iter().take(9).enumerate() {
             assert_eq!(e.code() as usize, i, "{e:?}");
         }
         assert_eq!(

@@ -7,6 +7,7 @@ pub mod lock;
 pub mod report;
 pub mod run;
 pub mod sample;
+pub mod signals;
 pub mod verify;
 
 use std::path::PathBuf;
@@ -46,6 +47,10 @@ pub enum Command {
         /// Pull samples from a remote `crossbench sample` at the end (http://host:port).
         #[arg(long, value_name = "URL")]
         sampler: Option<String>,
+        /// After Ctrl-C or SIGTERM, drain for at most this long (e.g. 10s), then verify
+        /// and record the cell as INTERRUPTED.
+        #[arg(long, value_name = "DURATION", default_value = "10s")]
+        interrupt_drain: String,
     },
     /// Run a campaign: a matrix of cells, repeated, interleaved (docs/campaigns.md).
     Campaign(campaign::CampaignArgs),
@@ -97,7 +102,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             out,
             quiet,
             sampler,
+            interrupt_drain,
         } => {
+            let interrupt_drain = adapters::duration_text::parse_duration(&interrupt_drain)
+                .map_err(|e| {
+                    BadInput(format!(
+                        "--interrupt-drain {interrupt_drain}: {e} (write e.g. 10s)"
+                    ))
+                })?;
             let req = run::RunRequest {
                 scenario,
                 sets,
@@ -106,6 +118,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
                 sampler,
                 timing: crate::pacing::pacer::Timing::Real,
                 argv: std::env::args().collect(),
+                interrupt_drain,
             };
             Ok(run::execute(&req)?.exit)
         }

@@ -28,6 +28,8 @@ pub struct RunRequest {
     pub timing: Timing,
     /// The command line recorded in `invocation.txt`.
     pub argv: Vec<String>,
+    /// After Ctrl-C or SIGTERM, the drain goes on for at most this long.
+    pub interrupt_drain: std::time::Duration,
 }
 
 impl RunRequest {
@@ -41,6 +43,7 @@ impl RunRequest {
             sampler: None,
             timing: Timing::Real,
             argv: std::env::args().collect(),
+            interrupt_drain: crate::cell::INTERRUPT_DRAIN,
         }
     }
 }
@@ -110,14 +113,7 @@ pub fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// current cell's traffic early and skips the cells after it.
 async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Result<RunDone> {
     let interrupt = CancellationToken::new();
-    {
-        let interrupt = interrupt.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.cancel();
-            }
-        });
-    }
+    crate::cli::signals::install(interrupt.clone());
     let s = &loaded.scenario;
     let ladder = s
         .stream
@@ -132,6 +128,7 @@ async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Res
         WorkloadKind::Pipeline => vec![(loaded.clone(), out.to_path_buf())],
     };
     let mut worst = Outcome::Pass;
+    let mut single = None;
     let mut done = Vec::new();
     for (cell, dir) in &cells {
         if interrupt.is_cancelled() {
@@ -147,10 +144,12 @@ async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Res
             quiet: req.quiet,
             sampler_url: req.sampler.clone(),
             timing: req.timing,
+            interrupt_drain: req.interrupt_drain,
         };
         let report = crate::workload::run_cell(cell, &opts, &ladder, &interrupt).await?;
         print!("{}", report.summary);
         worst = worst.worst(report.outcome);
+        single = Some(Exit::of_cell(&report));
         done.push((report.dir, report.outcome, report.summary));
     }
     if !ladder.is_empty() {
@@ -160,8 +159,14 @@ async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Res
             .with_context(|| format!("writing {}", out.join("ladder.csv").display()))?;
         print!("\n=== LADDER {} ===\n{table}", out.display());
     }
+    // One cell: its outcome, and whether it held its load. A ladder: the worst
+    // outcome of its rungs (a rung past the ceiling is what a ladder is for).
+    let exit = match (ladder.is_empty(), single) {
+        (true, Some(e)) => e,
+        _ => Exit::of(worst),
+    };
     Ok(RunDone {
-        exit: Exit::of(worst),
+        exit,
         cells: done,
         out: out.to_path_buf(),
     })

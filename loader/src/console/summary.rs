@@ -47,7 +47,21 @@ pub fn closing(o: &mut String, head: &CellHead, tail: &CellTail, verdict_table: 
     for reason in &tail.void.reasons {
         let _ = writeln!(o, "VOID: {reason}");
     }
-    let _ = writeln!(o, "OUTCOME: {}   record: {}", head.outcome, dir.display());
+    for reason in &tail.load.reasons {
+        let _ = writeln!(o, "NOT-HELD: {reason}");
+    }
+    let _ = writeln!(
+        o,
+        "OUTCOME: {}   load: {}{}   record: {}",
+        head.outcome,
+        tail.load.verdict,
+        if tail.load.exploratory && !tail.load.held {
+            " (exploratory)"
+        } else {
+            ""
+        },
+        dir.display()
+    );
 }
 
 /// The whole summary: banner, the workload's `middle` lines, closing.

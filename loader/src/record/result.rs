@@ -71,6 +71,8 @@ pub struct CellTail {
     pub loader: LoaderFigures,
     pub drain: DrainFigures,
     pub void: VoidFigures,
+    /// Whether the load was held (added 2026-12, additive).
+    pub load: LoadVerdict,
     pub verdict: serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<serde_json::Value>,
@@ -200,4 +202,18 @@ pub struct DrainFigures {
 pub struct VoidFigures {
     pub void: bool,
     pub reasons: Vec<String>,
+}
+
+/// `load` in result.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadVerdict {
+    /// `HELD` or `NOT-HELD`.
+    pub verdict: &'static str,
+    pub held: bool,
+    /// Why not, one sentence each.
+    pub reasons: Vec<String>,
+    pub served_in_window: f64,
+    pub served_min: f64,
+    /// The scenario marked its load exploratory: NOT-HELD does not change the exit.
+    pub exploratory: bool,
 }

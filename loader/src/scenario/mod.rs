@@ -19,7 +19,9 @@ use adapters::{Durability, System, SystemOptions};
 use serde::{Deserialize, Serialize};
 
 pub use dur::Dur;
-pub use sections::{split_target, Accept, Drain, Hot, SampleSection, VoidRule, WorkloadKind};
+pub use sections::{
+    split_target, Accept, Drain, HeldRule, Hot, SampleSection, VoidRule, WorkloadKind,
+};
 pub use stream::StreamSection;
 
 /// A scenario: one cell.
@@ -91,6 +93,9 @@ pub struct Scenario {
     pub no_reset: bool,
     #[serde(default)]
     pub void: VoidRule,
+    /// When the cell held its load (served, nothing failed or shed, drained).
+    #[serde(default)]
+    pub held: HeldRule,
     /// Runtime worker threads for the loader (0 = one per core).
     #[serde(default)]
     pub threads: u64,

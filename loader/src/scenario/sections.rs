@@ -138,3 +138,24 @@ pub fn split_target(t: &str) -> (Option<&str>, &str) {
         _ => (None, t),
     }
 }
+
+/// When a cell held its load (scenario section `held`): correctness (PASS / FAIL) is
+/// one verdict, whether the load the scenario asked for was served is another.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HeldRule {
+    /// The share of the demand the system must serve while the rated window runs.
+    pub served: f64,
+    /// The load is exploratory (a probe past the ceiling, a fault cell that expects
+    /// to fall behind): NOT-HELD is recorded but does not change the exit code.
+    pub exploratory: bool,
+}
+
+impl Default for HeldRule {
+    fn default() -> Self {
+        HeldRule {
+            served: 0.97,
+            exploratory: false,
+        }
+    }
+}

@@ -86,6 +86,9 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     if s.shard_queue == 0 || s.shard_queue > 1_000_000 {
         return Err(invalid("shard_queue", "must be between 1 and 1000000"));
     }
+    if !(s.held.served > 0.0 && s.held.served <= 1.0) {
+        return Err(invalid("held.served", "must be in (0, 1], e.g. 0.97"));
+    }
     if !(s.void.loader_cpu_max > 0.0 && s.void.loader_cpu_max <= 1.0) {
         return Err(invalid("void.loader_cpu_max", "must be in (0, 1]"));
     }

@@ -383,7 +383,15 @@ impl Workload for Pipeline {
                 .map(|st| st.counters.processed_rated.get())
                 .sum(),
             partitions: self.plan.lanes * self.topology().topics.len() as u64,
+            failed: self.flows.iter().map(|f| f.failed.get()).sum(),
+            shed_backpressure: self.flows.iter().map(|f| f.shed_backpressure.get()).sum(),
         }
+    }
+
+    fn served_in_window(&self, end: &Ending<'_>) -> f64 {
+        end.deliveries_in_window as f64
+            / end.wall_rated_sec
+            / self.plan.invariants.deliveries_per_sec as f64
     }
 
     fn figures(&self, end: &Ending<'_>) -> anyhow::Result<Figures<PipelineBody>> {

@@ -326,6 +326,22 @@ impl Workload for Stream {
             published_rated: self.flow.published_rated.get(),
             deliveries_rated: self.edges.lock().popped_rated_at_end,
             partitions: self.st.lanes(),
+            failed: self.flow.failed.get(),
+            shed_backpressure: self.flow.shed_backpressure.get(),
+        }
+    }
+
+    /// Messages consumed per group while the rated window ran ÷ offered.
+    fn served_in_window(&self, end: &Ending<'_>) -> f64 {
+        let e = *self.edges.lock();
+        let offered = self.flow.offered_rated.get() as f64 / end.rated_sec;
+        let popped = e.popped_at_end.saturating_sub(e.popped_at_start) as f64
+            / self.groups.len().max(1) as f64
+            / end.wall_rated_sec;
+        if offered > 0.0 {
+            popped / offered
+        } else {
+            0.0
         }
     }
 
