@@ -83,6 +83,21 @@ pub enum BrokerError {
 }
 
 impl BrokerError {
+    /// True when the request certainly had no effect: the system said no (refused, unknown
+    /// topic, bad configuration). A timeout, a lost connection or anything unexplained
+    /// leaves the outcome unknown (Jepsen's *indeterminate*): the write may have landed.
+    /// Adapters keep this honest by classifying only a system's explicit refusal as
+    /// [`BrokerError::Refused`].
+    pub fn is_definite(&self) -> bool {
+        matches!(
+            self,
+            BrokerError::Config { .. }
+                | BrokerError::Refused(_)
+                | BrokerError::TopologyRefused { .. }
+                | BrokerError::UnknownTopic(_)
+        )
+    }
+
     /// The error's class (counter keys, `errors_by_class`).
     pub fn class(&self) -> ErrorClass {
         match self {
@@ -111,6 +126,10 @@ mod tests {
             answer: "y".into(),
         };
         assert_eq!(e.class().name(), "topology_refused");
+        assert!(e.is_definite());
+        assert!(!BrokerError::Timeout("t".into()).is_definite());
+        assert!(!BrokerError::Connection("c".into()).is_definite());
+        assert!(!BrokerError::Other("o".into()).is_definite());
         assert_eq!(
             serde_json::to_string(&ErrorClass::UnknownTopic).unwrap(),
             "\"unknown_topic\""

@@ -53,4 +53,77 @@ pub trait Section:
     fn sample_targets(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// The `host:port` the adapter connects to, for the harness's TCP proxy; `Err`
+    /// says why the system cannot be routed through one.
+    fn endpoint(&self) -> Result<String, String> {
+        Err("this system has no network endpoint to put a proxy in front of".into())
+    }
+
+    /// The same section, connecting to `addr` (`host:port`) instead of its endpoint.
+    fn routed_to(&self, _addr: &str) -> Result<Self, String> {
+        Err(self
+            .endpoint()
+            .err()
+            .unwrap_or_else(|| "this system cannot be routed through the harness's proxy".into()))
+    }
+}
+
+/// The byte range of the `host:port` part of a URL (`scheme://[user[:pass]@]host:port/…`).
+pub fn url_authority(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let auth = &rest[..end];
+    let host_at = auth.rfind('@').map_or(0, |i| i + 1);
+    if auth[host_at..].is_empty() {
+        return None;
+    }
+    Some(start + host_at..start + end)
+}
+
+/// `host:port` of a URL, with `default_port` when the URL names none.
+pub fn url_endpoint(url: &str, field: &str, default_port: u16) -> Result<String, String> {
+    let r = url_authority(url).ok_or_else(|| {
+        format!("{field} is not a URL (scheme://host:port/…); the proxy needs one to route")
+    })?;
+    let hp = &url[r];
+    if hp.contains(',') {
+        return Err(format!("{field} names several hosts; the proxy routes one"));
+    }
+    let has_port = hp
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && !h.ends_with(':') && p.parse::<u16>().is_ok());
+    Ok(if has_port {
+        hp.to_string()
+    } else {
+        format!("{hp}:{default_port}")
+    })
+}
+
+/// `url` with its `host:port` replaced by `addr`.
+pub fn url_routed(url: &str, field: &str, addr: &str) -> Result<String, String> {
+    let r = url_authority(url).ok_or_else(|| format!("{field} is not a URL"))?;
+    Ok(format!("{}{addr}{}", &url[..r.start], &url[r.end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_endpoints_and_routing_keep_everything_else() {
+        let u = "amqp://guest:s3cr:et@127.0.0.1:5672/%2f?heartbeat=5";
+        assert_eq!(url_endpoint(u, "f", 1).unwrap(), "127.0.0.1:5672");
+        assert_eq!(
+            url_routed(u, "f", "127.0.0.1:40000").unwrap(),
+            "amqp://guest:s3cr:et@127.0.0.1:40000/%2f?heartbeat=5"
+        );
+        assert_eq!(
+            url_endpoint("postgres://u@localhost/db", "f", 5432).unwrap(),
+            "localhost:5432"
+        );
+        assert!(url_endpoint("host=x port=5432", "f", 5432).is_err());
+        assert!(url_endpoint("kafka://a:1,b:2", "f", 1).is_err());
+    }
 }

@@ -286,6 +286,23 @@ impl SystemOptions {
         each_section!(self, o => serde_json::to_value(o).unwrap_or_default())
     }
 
+    /// The `host:port` the adapter connects to (the harness's proxy's upstream), or why
+    /// the system cannot be routed through a proxy.
+    pub fn endpoint(&self) -> Result<String, String> {
+        each_section!(self, o => o.endpoint())
+    }
+
+    /// The same options, connecting to `addr` instead (the proxy's address).
+    pub fn routed_to(&self, addr: &str) -> Result<SystemOptions, String> {
+        Ok(match self {
+            SystemOptions::Mem(o) => SystemOptions::Mem(o.routed_to(addr)?),
+            SystemOptions::Pgmq(o) => SystemOptions::Pgmq(o.routed_to(addr)?),
+            SystemOptions::Rabbitmq(o) => SystemOptions::Rabbitmq(o.routed_to(addr)?),
+            SystemOptions::Kafka(o) => SystemOptions::Kafka(o.routed_to(addr)?),
+            SystemOptions::Queen(o) => SystemOptions::Queen(o.routed_to(addr)?),
+        })
+    }
+
     /// Whether the section is the system's defaults.
     pub fn is_default(&self) -> bool {
         *self == SystemOptions::defaults(self.system())

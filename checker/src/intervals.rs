@@ -91,6 +91,67 @@ pub(crate) fn max_in(set: &[(i64, i64)], lo: i64, hi: i64) -> Option<i64> {
     (m >= lo).then_some(m)
 }
 
+/// Number of members of both `a` and `b` inside `[lo, hi]` (both sorted, disjoint).
+pub(crate) fn count_overlap(a: &[(i64, i64)], b: &[(i64, i64)], lo: i64, hi: i64) -> u64 {
+    if lo > hi || a.is_empty() || b.is_empty() {
+        return 0;
+    }
+    let mut n: u64 = 0;
+    let mut i = a.partition_point(|&(_, e)| e < lo);
+    let mut j = b.partition_point(|&(_, e)| e < lo);
+    while i < a.len() && j < b.len() {
+        let (s1, e1) = a[i];
+        let (s2, e2) = b[j];
+        if s1 > hi || s2 > hi {
+            break;
+        }
+        let s = s1.max(s2).max(lo);
+        let e = e1.min(e2).min(hi);
+        n += range_len(s, e);
+        if e1 < e2 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    n
+}
+
+/// Largest member of `set` inside `[lo, hi]` that is not in `minus` (both sorted, disjoint).
+pub(crate) fn max_in_minus(
+    set: &[(i64, i64)],
+    lo: i64,
+    hi: i64,
+    minus: &[(i64, i64)],
+) -> Option<i64> {
+    if lo > hi {
+        return None;
+    }
+    let mut i = set.partition_point(|&(s, _)| s <= hi);
+    while i > 0 {
+        i -= 1;
+        let (s, e) = set[i];
+        if e < lo {
+            return None;
+        }
+        let mut x = e.min(hi);
+        let floor = s.max(lo);
+        while x >= floor {
+            let k = minus.partition_point(|&(ms, _)| ms <= x);
+            match (k > 0).then(|| minus[k - 1]) {
+                Some((ms, me)) if me >= x => {
+                    if ms == i64::MIN {
+                        return None;
+                    }
+                    x = ms - 1;
+                }
+                _ => return Some(x),
+            }
+        }
+    }
+    None
+}
+
 pub(crate) fn contains(set: &[(i64, i64)], x: i64) -> bool {
     let i = set.partition_point(|&(s, _)| s <= x);
     i > 0 && set[i - 1].1 >= x
@@ -140,5 +201,18 @@ mod tests {
         assert!(!contains(&s, 5));
         assert_eq!(range_len(5, 4), 0);
         assert_eq!(range_len(0, i64::MAX), 1u64 << 63);
+    }
+
+    #[test]
+    fn overlap_and_max_minus() {
+        let a = [(1, 10), (20, 30)];
+        let b = [(5, 22), (29, 40)];
+        assert_eq!(count_overlap(&a, &b, 0, 100), 6 + 3 + 2);
+        assert_eq!(count_overlap(&a, &b, 8, 21), 3 + 2);
+        assert_eq!(count_overlap(&a, &[], 0, 100), 0);
+        assert_eq!(max_in_minus(&a, 0, 100, &b), Some(28));
+        assert_eq!(max_in_minus(&a, 0, 22, &b), Some(4));
+        assert_eq!(max_in_minus(&a, 5, 22, &b), None);
+        assert_eq!(max_in_minus(&[(0, 3)], 0, 3, &[(0, 3)]), None);
     }
 }

@@ -21,7 +21,7 @@ mod meta;
 mod scan;
 
 pub use meta::{
-    parse_produced, read_produced, reference_streams, Indeterminate, MetaFormat, Produced,
+    parse_produced, read_produced, reference_streams, Failed, Indeterminate, MetaFormat, Produced,
     ProducedFlow,
 };
 pub use scan::PropState;
@@ -166,6 +166,25 @@ pub struct StreamVerdict {
     /// Produced properties with no delivery at all (their whole range is in the tail figure).
     pub never_delivered_properties: u64,
     pub malformed_lines: u64,
+    /// Acknowledged, never delivered: `gaps + lost_tail` (Jepsen's lost writes). Fails
+    /// unless the meta says the tier allowed loss (`loss_allowed`).
+    #[serde(default)]
+    pub lost_acked: u64,
+    /// Indeterminate publishes (timed out, connection lost) that were delivered.
+    #[serde(default)]
+    pub recovered: u64,
+    /// Indeterminate publishes never delivered: not loss.
+    #[serde(default)]
+    pub unseen_at_end: u64,
+    /// Publishes the system refused, yet delivered. Always fails.
+    #[serde(default)]
+    pub aborted_reads: u64,
+    /// Consumer reconnects or rebalances the stream logged (`reconnects=`).
+    #[serde(default)]
+    pub reconnects: u64,
+    /// Order violations of a stream that reconnected: reported apart, not failing.
+    #[serde(default)]
+    pub order_violations_at_reconnect: u64,
     pub pass: bool,
     /// `PASS`, `PASS(dups)`, `PASS(excused)`, `PASS(in-flight)`, `FAIL`, `FAIL(empty)`,
     /// `FAIL(missing)`.
@@ -194,6 +213,16 @@ pub struct Totals {
     pub phantom_properties: u64,
     pub never_delivered_properties: u64,
     pub malformed_lines: u64,
+    #[serde(default)]
+    pub lost_acked: u64,
+    #[serde(default)]
+    pub recovered: u64,
+    #[serde(default)]
+    pub unseen_at_end: u64,
+    #[serde(default)]
+    pub aborted_reads: u64,
+    #[serde(default)]
+    pub order_violations_at_reconnect: u64,
 }
 
 /// The checker's verdict (embedded into result.json under `"verdict"`).
@@ -211,6 +240,10 @@ pub struct Verdict {
     pub duplicates_allowed: bool,
     /// Run-wide ack errors from the meta header.
     pub total_ack_errors: u64,
+    /// Why acknowledged writes may be lost in this cell (`loss_allowed=` of the meta: the
+    /// tier promises less than the fault injected). `None`: every loss fails.
+    #[serde(default)]
+    pub loss_allowed: Option<String>,
     /// Failing causes first (`"<stream>: 1 gap, 2 order violations"`, `"malformed lines: …"`),
     /// then caveats prefixed `note: `.
     pub reasons: Vec<String>,
@@ -352,6 +385,7 @@ pub fn verify(
         delivery: produced.delivery.clone(),
         duplicates_allowed,
         total_ack_errors: produced.total_ack_errors,
+        loss_allowed: produced.header.get("loss_allowed").cloned(),
         reasons: Vec::new(),
         streams: Vec::with_capacity(streams.len()),
         totals: Totals::default(),
@@ -376,6 +410,13 @@ pub fn verify(
             None
         };
         let excuse = ack_errors.unwrap_or(produced.total_ack_errors) > 0;
+        let reconnects = produced
+            .stream_reconnects
+            .get(&s.name)
+            .copied()
+            .unwrap_or(0);
+        let at_reconnect = !excuse && reconnects > 0;
+        let loss_allowed = verdict.loss_allowed.is_some();
         let tail_judged = drain_judges_tail && table.has_data;
         let (missing, c) = match out {
             None => (true, StreamCounts::default()),
@@ -406,10 +447,16 @@ pub fn verify(
         if empty_fails {
             causes.push("empty (0 lines)".to_string());
         }
-        if c.gaps > 0 {
+        if c.gaps > 0 && !loss_allowed {
             causes.push(plural(c.gaps, "gap", "gaps"));
         }
-        if c.order_violations > 0 && !excuse {
+        if c.aborted_reads > 0 {
+            causes.push(format!(
+                "{} (refused by the system, yet delivered)",
+                plural(c.aborted_reads, "aborted read", "aborted reads")
+            ));
+        }
+        if c.order_violations > 0 && !excuse && !at_reconnect {
             causes.push(plural(
                 c.order_violations,
                 "order violation",
@@ -419,7 +466,7 @@ pub fn verify(
         if c.duplicates > 0 && !duplicates_allowed {
             causes.push(plural(c.duplicates, "duplicate", "duplicates"));
         }
-        if lost_tail > 0 {
+        if lost_tail > 0 && !loss_allowed {
             let mut t = format!("{lost_tail} lost in tail");
             if c.never_delivered_properties > 0 {
                 let _ = write!(
@@ -459,6 +506,8 @@ pub fn verify(
             "FAIL(empty)"
         } else if !pass {
             "FAIL"
+        } else if c.gaps + lost_tail > 0 {
+            "PASS(loss-allowed)"
         } else if c.order_violations > 0 {
             "PASS(excused)"
         } else if c.duplicates > 0 {
@@ -468,6 +517,14 @@ pub fn verify(
         } else {
             "PASS"
         };
+        if c.order_violations > 0 && at_reconnect {
+            notes.push(format!(
+                "note: {}: {} reported apart ({} in this stream)",
+                s.name,
+                plural(c.order_violations, "order violation", "order violations"),
+                plural(reconnects, "reconnect", "reconnects")
+            ));
+        }
         if c.order_violations > 0 && excuse {
             if let Some(a) = ack_errors {
                 notes.push(format!(
@@ -504,6 +561,13 @@ pub fn verify(
         t.phantom_properties += c.phantom_properties;
         t.never_delivered_properties += c.never_delivered_properties;
         t.malformed_lines += c.malformed_lines;
+        let lost_acked = c.gaps + lost_tail;
+        t.lost_acked += lost_acked;
+        t.recovered += c.recovered;
+        t.unseen_at_end += c.unseen_at_end;
+        t.aborted_reads += c.aborted_reads;
+        let at_reconnect_violations = if at_reconnect { c.order_violations } else { 0 };
+        t.order_violations_at_reconnect += at_reconnect_violations;
 
         verdict.streams.push(StreamVerdict {
             name: s.name.clone(),
@@ -524,6 +588,12 @@ pub fn verify(
             phantom_properties: c.phantom_properties,
             never_delivered_properties: c.never_delivered_properties,
             malformed_lines: c.malformed_lines,
+            lost_acked,
+            recovered: c.recovered,
+            unseen_at_end: c.unseen_at_end,
+            aborted_reads: c.aborted_reads,
+            reconnects,
+            order_violations_at_reconnect: at_reconnect_violations,
             pass,
             label: label.to_string(),
             causes,
@@ -578,6 +648,25 @@ pub fn verify(
             "note: legacy meta: ack errors not per stream; excuse applied globally as the reference did (ackErr={}, {} excused)",
             produced.total_ack_errors,
             plural(t.excused_order_violations, "order violation", "order violations")
+        ));
+    }
+    if t.recovered + t.unseen_at_end > 0 {
+        notes.push(format!(
+            "note: indeterminate publishes (timed out or connection lost before an answer): {} delivered (recovered), {} never delivered (unseen at end; not counted as loss)",
+            t.recovered, t.unseen_at_end
+        ));
+    }
+    if let Some(why) = &verdict.loss_allowed {
+        if t.lost_acked > 0 {
+            notes.push(format!(
+                "note: {} acknowledged but never delivered, allowed: {why}",
+                plural(t.lost_acked, "seq", "seqs")
+            ));
+        }
+    } else if t.lost_acked > 0 {
+        notes.push(format!(
+            "note: lost_acked={}: the system acknowledged these publishes and never delivered them (a finding about the system under test; the harness counts only acknowledged publishes)",
+            t.lost_acked
         ));
     }
     if duplicates_allowed && t.duplicates > 0 {
@@ -682,6 +771,19 @@ impl Verdict {
             Some(self.total_ack_errors),
             if self.pass { "PASS" } else { "FAIL" },
         );
+        if t.recovered + t.unseen_at_end + t.aborted_reads + t.order_violations_at_reconnect > 0
+            || t.lost_acked > 0
+        {
+            let _ = writeln!(
+                s,
+                "lost_acked={} recovered={} unseen_at_end={} aborted_reads={} order_violations_at_reconnect={}",
+                t.lost_acked,
+                t.recovered,
+                t.unseen_at_end,
+                t.aborted_reads,
+                t.order_violations_at_reconnect
+            );
+        }
         for m in self.malformed.iter().take(10) {
             let _ = writeln!(s, "malformed {}:{}: {:?}", m.file, m.line, m.snippet);
         }
@@ -697,14 +799,15 @@ impl Verdict {
         } else {
             let _ = writeln!(
                 s,
-                "VERDICT: FAIL ({} of {} streams failing; gaps={} order-violations={} duplicates={} lost-tail={} phantoms={} malformed={})",
+                "VERDICT: FAIL ({} of {} streams failing; gaps={} order-violations={} duplicates={} lost-tail={} phantoms={} aborted-reads={} malformed={})",
                 t.failing_streams,
                 t.streams,
                 t.gaps,
-                t.order_violations - t.excused_order_violations,
+                t.order_violations - t.excused_order_violations - t.order_violations_at_reconnect,
                 t.duplicates,
                 t.lost_tail,
                 t.phantoms,
+                t.aborted_reads,
                 self.malformed_count
             );
         }

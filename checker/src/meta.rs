@@ -39,13 +39,27 @@ impl ProducedFlow {
     }
 }
 
-/// A publish whose outcome is unknown (timed out, connection lost): delivering it is not a
-/// phantom, not delivering it is not a loss.
+/// Publishes whose outcome is unknown (timed out, connection lost before an answer): seqs
+/// `seq..=to` of `prop`. Delivering one is `recovered`, not a phantom; never delivering one is
+/// `unseen_at_end`, not a loss.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Indeterminate {
     pub flow: String,
     pub prop: u64,
     pub seq: i64,
+    /// Last seq of the range (`seq` for one publish).
+    pub to: i64,
+}
+
+/// Publishes the system definitely refused (or that were dropped unsent at their deadline):
+/// seqs `seq..=to` of `prop`. Never required; delivering one is an `aborted_read` (FAIL).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failed {
+    pub flow: String,
+    pub prop: u64,
+    pub seq: i64,
+    /// Last seq of the range.
+    pub to: i64,
 }
 
 /// Parsed `produced.meta`.
@@ -69,6 +83,10 @@ pub struct Produced {
     /// (`# invariants deliveries=…`) are keyed `<word>.<k>`.
     pub header: BTreeMap<String, String>,
     pub indeterminate: Vec<Indeterminate>,
+    pub failed: Vec<Failed>,
+    /// Consumer reconnects or rebalances per stream name (`reconnects=` of `# stream`):
+    /// order violations of such a stream are reported apart.
+    pub stream_reconnects: BTreeMap<String, u64>,
 }
 
 impl Produced {
@@ -85,6 +103,8 @@ impl Produced {
             delivery: None,
             header: BTreeMap::new(),
             indeterminate: Vec::new(),
+            failed: Vec::new(),
+            stream_reconnects: BTreeMap::new(),
         }
     }
 
@@ -117,6 +137,24 @@ fn parse_kv(tok: &str) -> Option<(&str, &str)> {
     } else {
         Some((k, v))
     }
+}
+
+/// The `flow= prop= seq= [to=]` tokens of an `# indeterminate` or `# failed` line.
+fn parse_range<'a>(toks: impl Iterator<Item = &'a str>) -> Option<(String, u64, i64, i64)> {
+    let (mut flow, mut prop, mut seq, mut to) = (None, None, None, None);
+    for t in toks {
+        match parse_kv(t) {
+            Some(("flow", v)) => flow = Some(v.to_string()),
+            Some(("prop", v)) => prop = Some(v.parse::<u64>().ok()?),
+            Some(("seq", v)) => seq = Some(v.parse::<i64>().ok().filter(|s| *s >= 0)?),
+            Some(("to", v)) => to = Some(v.parse::<i64>().ok()?),
+            _ => {}
+        }
+    }
+    let seq = seq?;
+    let to = to.unwrap_or(seq);
+    (to >= seq).then_some(())?;
+    Some((flow?, prop?, seq, to))
 }
 
 /// Parse `produced.meta` text. `path` is only used in error messages.
@@ -157,7 +195,7 @@ pub fn parse_produced(text: &str, path: &Path) -> Result<Produced, CheckError> {
             };
             match word {
                 Some("stream") => {
-                    let (mut name, mut flow, mut ack) = (None, None, 0u64);
+                    let (mut name, mut flow, mut ack, mut reconnects) = (None, None, 0u64, 0u64);
                     for t in toks {
                         match parse_kv(t) {
                             Some(("name", v)) => name = Some(v.to_string()),
@@ -165,6 +203,15 @@ pub fn parse_produced(text: &str, path: &Path) -> Result<Produced, CheckError> {
                             Some(("ackErr", v)) => {
                                 ack = v.parse().map_err(|_| {
                                     bad(path, lineno, format!("stream ackErr {v:?} is not a count"))
+                                })?
+                            }
+                            Some(("reconnects", v)) => {
+                                reconnects = v.parse().map_err(|_| {
+                                    bad(
+                                        path,
+                                        lineno,
+                                        format!("stream reconnects {v:?} is not a count"),
+                                    )
                                 })?
                             }
                             _ => {}
@@ -178,29 +225,36 @@ pub fn parse_produced(text: &str, path: &Path) -> Result<Produced, CheckError> {
                         return Err(bad(path, lineno, format!("stream {name} declared twice")));
                     }
                     p.stream_ack_errors.insert(name.clone(), ack);
+                    if reconnects > 0 {
+                        p.stream_reconnects.insert(name.clone(), reconnects);
+                    }
                     p.streams.push(StreamSpec { name, flow });
                 }
-                Some("indeterminate") => {
-                    let (mut flow, mut prop, mut seq) = (None, None, None);
-                    for t in toks {
-                        match parse_kv(t) {
-                            Some(("flow", v)) => flow = Some(v.to_string()),
-                            Some(("prop", v)) => prop = v.parse::<u64>().ok(),
-                            Some(("seq", v)) => seq = v.parse::<i64>().ok().filter(|s| *s >= 0),
-                            _ => {}
-                        }
-                    }
-                    match (flow, prop, seq) {
-                        (Some(flow), Some(prop), Some(seq)) => {
-                            p.indeterminate.push(Indeterminate { flow, prop, seq })
-                        }
-                        _ => {
-                            return Err(bad(
-                                path,
-                                lineno,
-                                "indeterminate line needs flow=, prop=<u64> and seq=<i64 >= 0>",
-                            ))
-                        }
+                Some(kind @ ("indeterminate" | "failed")) => {
+                    let (flow, prop, seq, to) = parse_range(toks).ok_or_else(|| {
+                        bad(
+                            path,
+                            lineno,
+                            format!(
+                                "{kind} line needs flow=, prop=<u64> and seq=<i64 >= 0>, \
+                                 and to=<i64 >= seq> when it names a range"
+                            ),
+                        )
+                    })?;
+                    if kind == "failed" {
+                        p.failed.push(Failed {
+                            flow,
+                            prop,
+                            seq,
+                            to,
+                        });
+                    } else {
+                        p.indeterminate.push(Indeterminate {
+                            flow,
+                            prop,
+                            seq,
+                            to,
+                        });
                     }
                 }
                 _ => {

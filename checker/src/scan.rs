@@ -12,7 +12,9 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 
-use crate::intervals::{contains, count_in, max_in, range_len, IntervalSet};
+use crate::intervals::{
+    contains, count_in, count_overlap, max_in, max_in_minus, range_len, IntervalSet,
+};
 use crate::meta::Produced;
 use crate::{CheckError, Malformed};
 
@@ -65,13 +67,64 @@ pub(crate) struct FlowTable {
     pub(crate) has_data: bool,
     dense: Vec<i64>,
     sparse: HashMap<u64, i64>,
-    /// Sorted, deduplicated indeterminate seqs per property.
-    indet: HashMap<u64, Vec<i64>>,
+    /// Indeterminate and failed publishes per property.
+    exempt: HashMap<u64, Exempt>,
     /// Legacy: properties at or above this bound are phantoms even without data lines.
     legacy_bound: Option<u64>,
 }
 
 const ABSENT: i64 = i64::MIN;
+
+/// The publishes of one property whose seqs are not required: sorted, merged, disjoint
+/// interval lists (a seq named both ways counts as indeterminate, the weaker claim).
+#[derive(Debug, Default)]
+pub(crate) struct Exempt {
+    /// Outcome unknown: delivered = recovered, not delivered = unseen at end.
+    pub(crate) indet: Vec<(i64, i64)>,
+    /// Definitely refused or dropped unsent: delivered = aborted read.
+    pub(crate) failed: Vec<(i64, i64)>,
+}
+
+const NO_EXEMPT: &Exempt = &Exempt {
+    indet: Vec::new(),
+    failed: Vec::new(),
+};
+
+/// Sort and merge overlapping or adjacent intervals.
+fn normalize(v: &mut Vec<(i64, i64)>) {
+    v.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+    for &(s, e) in v.iter() {
+        match out.last_mut() {
+            Some(last) if s <= last.1.saturating_add(1) => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    *v = out;
+}
+
+/// `a` minus `b` (both normalized).
+fn subtract(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut out = Vec::with_capacity(a.len());
+    for &(s, e) in a {
+        // i128: `be + 1` of the last interval may pass i64::MAX.
+        let mut lo = s as i128;
+        let start = b.partition_point(|&(_, be)| be < s);
+        for &(bs, be) in &b[start..] {
+            if bs > e {
+                break;
+            }
+            if bs as i128 > lo {
+                out.push((lo as i64, bs - 1));
+            }
+            lo = lo.max(be as i128 + 1);
+        }
+        if lo <= e as i128 {
+            out.push((lo as i64, e));
+        }
+    }
+    out
+}
 
 impl FlowTable {
     pub(crate) fn build(produced: &Produced, flow: &str, legacy_bound: Option<u64>) -> Self {
@@ -81,6 +134,7 @@ impl FlowTable {
         };
         if let Some(pf) = produced.flows.get(flow) {
             t.has_data = !pf.max_seq.is_empty();
+            // An Indeterminate or failed line also says what was produced: nothing acked.
             let dense_len = pf
                 .max_seq
                 .iter()
@@ -98,12 +152,21 @@ impl FlowTable {
             }
         }
         for ind in produced.indeterminate.iter().filter(|i| i.flow == flow) {
-            t.indet.entry(ind.prop).or_default().push(ind.seq);
+            let e = t.exempt.entry(ind.prop).or_default();
+            e.indet.push((ind.seq, ind.to));
         }
-        for v in t.indet.values_mut() {
-            v.sort_unstable();
-            v.dedup();
+        for f in produced.failed.iter().filter(|f| f.flow == flow) {
+            let e = t.exempt.entry(f.prop).or_default();
+            e.failed.push((f.seq, f.to));
         }
+        for e in t.exempt.values_mut() {
+            normalize(&mut e.indet);
+            normalize(&mut e.failed);
+            if !e.indet.is_empty() && !e.failed.is_empty() {
+                e.failed = subtract(&e.failed, &e.indet);
+            }
+        }
+        t.has_data |= !t.exempt.is_empty();
         t
     }
 
@@ -116,15 +179,15 @@ impl FlowTable {
         (m != ABSENT).then_some(m)
     }
 
-    fn has_indet(&self) -> bool {
-        !self.indet.is_empty()
+    fn has_exempt(&self) -> bool {
+        !self.exempt.is_empty()
     }
 
-    pub(crate) fn indet(&self, prop: u64) -> &[i64] {
-        if self.indet.is_empty() {
-            return &[];
+    pub(crate) fn exempt(&self, prop: u64) -> &Exempt {
+        if self.exempt.is_empty() {
+            return NO_EXEMPT;
         }
-        self.indet.get(&prop).map_or(&[], |v| v.as_slice())
+        self.exempt.get(&prop).unwrap_or(NO_EXEMPT)
     }
 
     pub(crate) fn info(&self, prop: u64, base: i64) -> ProdInfo {
@@ -136,36 +199,50 @@ impl FlowTable {
         }
         match self.max_of(prop) {
             Some(m) => ProdInfo::Max(m),
-            // Only indeterminate publishes for this property: none required, those allowed.
-            None if !self.indet(prop).is_empty() => ProdInfo::Max(base - 1),
+            // Only indeterminate or failed publishes for this property: none required.
+            None if self.exempt.contains_key(&prop) => ProdInfo::Max(base - 1),
             None => ProdInfo::Absent,
         }
     }
 
-    fn is_phantom(&self, prop: u64, seq: i64, base: i64) -> bool {
+    /// A seq that counts for order: produced (acknowledged) or indeterminate. Phantoms and
+    /// refused publishes (aborted reads) do not.
+    fn is_legit(&self, prop: u64, seq: i64, base: i64) -> bool {
         if seq < base {
-            return true;
+            return false;
         }
         match self.info(prop, base) {
-            ProdInfo::Unknown => false,
-            ProdInfo::Absent => true,
-            ProdInfo::Max(m) => seq > m && self.indet(prop).binary_search(&seq).is_err(),
+            ProdInfo::Unknown => true,
+            ProdInfo::Absent => false,
+            ProdInfo::Max(m) => {
+                let e = self.exempt(prop);
+                if contains(&e.indet, seq) {
+                    return true;
+                }
+                seq <= m && !contains(&e.failed, seq)
+            }
         }
     }
 
-    /// Largest member of `seen` that was legitimately produced (or indeterminate).
+    /// Largest member of `seen` that counts for order (see [`FlowTable::is_legit`]).
     fn legit_max(&self, prop: u64, seen: &[(i64, i64)], base: i64) -> Option<i64> {
         match self.info(prop, base) {
             ProdInfo::Unknown => max_in(seen, base, i64::MAX),
             ProdInfo::Absent => None,
             ProdInfo::Max(m) => {
-                let a = max_in(seen, base, m);
-                let b = self
-                    .indet(prop)
+                let e = self.exempt(prop);
+                let a = if e.failed.is_empty() {
+                    max_in(seen, base, m)
+                } else {
+                    max_in_minus(seen, base, m, &e.failed)
+                };
+                // The highest delivered indeterminate seq above the acknowledged max.
+                let b = e
+                    .indet
                     .iter()
                     .rev()
-                    .find(|&&s| s > m && contains(seen, s))
-                    .copied();
+                    .take_while(|&&(_, hi)| hi > m)
+                    .find_map(|&(lo, hi)| max_in(seen, lo.max(m.saturating_add(1)), hi));
                 a.max(b)
             }
         }
@@ -187,6 +264,12 @@ pub(crate) struct StreamCounts {
     pub phantoms: u64,
     pub phantom_properties: u64,
     pub malformed_lines: u64,
+    /// Indeterminate seqs delivered.
+    pub recovered: u64,
+    /// Indeterminate seqs never delivered.
+    pub unseen_at_end: u64,
+    /// Refused (failed) seqs delivered.
+    pub aborted_reads: u64,
 }
 
 #[derive(Debug, Default)]
@@ -298,7 +381,7 @@ impl Scanner {
             s.max_seen = s.max_seen.max(seq);
         }
         let t = self.trackers.get_mut(&prop).expect("tracked property");
-        if t.seen.insert(seq) && !table.is_phantom(prop, seq, base) {
+        if t.seen.insert(seq) && table.is_legit(prop, seq, base) {
             if seq < t.order_max {
                 t.violations += 1;
             } else {
@@ -415,7 +498,7 @@ impl Scanner {
             }
             c.properties_seen += 1;
             c.lines += lines;
-            if st.lines & TRACKED == 0 && !table.has_indet() {
+            if st.lines & TRACKED == 0 && !table.has_exempt() {
                 // Clean property: exactly [base, max_seen] delivered once each, in order.
                 c.unique += lines;
                 match table.info(prop, base) {
@@ -460,9 +543,24 @@ impl Scanner {
             };
             if !delivered {
                 c.never_delivered_properties += 1;
-                let indet = table.indet(prop);
-                let excused = indet.iter().filter(|&&s| s >= base && s <= max).count() as u64;
-                c.tail += range_len(base, max) - excused;
+                let e = table.exempt(prop);
+                let excused = count_in(&e.indet, base, max) + count_in(&e.failed, base, max);
+                c.tail += range_len(base, max).saturating_sub(excused);
+                c.unseen_at_end += count_in(&e.indet, base, i64::MAX);
+            }
+        }
+        // Properties with only indeterminate or failed publishes, never delivered.
+        for (&prop, e) in &table.exempt {
+            if table.max_of(prop).is_some() {
+                continue; // counted above
+            }
+            let delivered = if prop < self.dense_limit {
+                self.dense.get(prop as usize).is_some_and(|s| s.lines != 0)
+            } else {
+                self.sparse.get(&prop).is_some_and(|s| s.lines != 0)
+            };
+            if !delivered {
+                c.unseen_at_end += count_in(&e.indet, base, i64::MAX);
             }
         }
     }
@@ -493,24 +591,29 @@ fn judge_prop(
             }
         }
         ProdInfo::Max(m) => {
-            let indet = table.indet(prop);
-            let above = count_in(seen, m.saturating_add(1), i64::MAX);
-            let above_indet = indet
-                .iter()
-                .filter(|&&s| s > m && contains(seen, s))
-                .count() as u64;
-            c.phantoms += below + above - above_indet;
+            let e = table.exempt(prop);
+            let (ind, fail) = (e.indet.as_slice(), e.failed.as_slice());
+            let top = m.saturating_add(1);
+            let above = count_in(seen, top, i64::MAX);
+            let above_exempt =
+                count_overlap(seen, ind, top, i64::MAX) + count_overlap(seen, fail, top, i64::MAX);
+            c.phantoms += below + above.saturating_sub(above_exempt);
+            let recovered = count_overlap(seen, ind, base, i64::MAX);
+            c.recovered += recovered;
+            c.unseen_at_end += count_in(ind, base, i64::MAX).saturating_sub(recovered);
+            c.aborted_reads += count_overlap(seen, fail, base, i64::MAX);
             // Frontier: highest delivered seq that was produced (or indeterminate).
             let frontier = table.legit_max(prop, seen, base).unwrap_or(base - 1);
             let hi = frontier.min(m);
-            // Required seqs in [base, hi] not delivered, indeterminate ones excused.
-            let indet_in = |lo: i64, hi: i64| indet.iter().filter(move |&&s| s >= lo && s <= hi);
-            let req = range_len(base, hi) - indet_in(base, hi).count() as u64;
-            let got = count_in(seen, base, hi)
-                - indet_in(base, hi).filter(|&&s| contains(seen, s)).count() as u64;
-            c.gaps += req - got;
+            // Required seqs in [base, hi] not delivered; indeterminate and failed excused.
+            let exempt_in = |lo: i64, hi: i64| count_in(ind, lo, hi) + count_in(fail, lo, hi);
+            let req = range_len(base, hi).saturating_sub(exempt_in(base, hi));
+            let got = count_in(seen, base, hi).saturating_sub(
+                count_overlap(seen, ind, base, hi) + count_overlap(seen, fail, base, hi),
+            );
+            c.gaps += req.saturating_sub(got);
             let tail_lo = hi.max(base - 1) + 1;
-            c.tail += range_len(tail_lo, m) - indet_in(tail_lo, m).count() as u64;
+            c.tail += range_len(tail_lo, m).saturating_sub(exempt_in(tail_lo, m));
         }
     }
 }

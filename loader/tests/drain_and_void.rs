@@ -96,7 +96,14 @@ fn drain_cut_short_calls_the_missing_tail_in_flight() {
     assert_eq!(u(&ota3["lost_tail"]), 0, "{ota3}");
     assert_eq!(u(&totals(&r)["lost_tail"]), 0, "{}", totals(&r));
     assert_eq!(r["outcome"], "PASS", "{}", r["verdict"]);
-    assert_eq!(code, 0);
+    // Correct, but a drain cut short did not hold the load: its own exit code.
+    assert_eq!(r["load"]["held"], false, "{}", r["load"]);
+    assert!(
+        r["load"]["reasons"].to_string().contains("drain"),
+        "{}",
+        r["load"]
+    );
+    assert_eq!(code, 8);
 }
 
 /// A slow broker still publishing when the deadline passes: cut short with a real
@@ -120,7 +127,8 @@ fn drain_cut_short_by_a_slow_broker_leaves_its_backlog_in_flight() {
     assert_eq!(u(&totals(&r)["lost_tail"]), 0, "{}", totals(&r));
     assert_eq!(u(&totals(&r)["gaps"]), 0, "{}", totals(&r));
     assert_eq!(r["outcome"], "PASS", "{}", r["verdict"]);
-    assert_eq!(code, 0);
+    assert_eq!(r["load"]["held"], false, "{}", r["load"]);
+    assert_eq!(code, 8);
 }
 
 /// The VOID reasons of a cell, asserting it is VOID (exit 4).

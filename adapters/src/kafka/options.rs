@@ -187,6 +187,10 @@ impl crate::options::Section for KafkaOptions {
             vec![("kafka".into(), format!("proc:{}", self.process))]
         }
     }
+
+    fn endpoint(&self) -> Result<String, String> {
+        Err("a Kafka client connects to the addresses the broker advertises, not only to kafka.bootstrap_servers: a proxy in front of the bootstrap address would not carry the traffic. Use kill or pause faults, or run the broker with its advertised listener on a proxy of your own".into())
+    }
 }
 
 #[cfg(test)]

@@ -49,7 +49,22 @@ pub(super) fn classify(what: &str, e: &KafkaError) -> BrokerError {
         Some(RDKafkaErrorCode::BrokerTransportFailure)
         | Some(RDKafkaErrorCode::AllBrokersDown)
         | Some(RDKafkaErrorCode::Resolve) => BrokerError::Connection(format!("{what}: {e}")),
-        _ => BrokerError::Refused(format!("{what}: {e}")),
+        // The broker said no before appending: the write certainly did not land.
+        Some(
+            RDKafkaErrorCode::MessageSizeTooLarge
+            | RDKafkaErrorCode::InvalidMessage
+            | RDKafkaErrorCode::InvalidMessageSize
+            | RDKafkaErrorCode::InvalidRecord
+            | RDKafkaErrorCode::InvalidTopic
+            | RDKafkaErrorCode::TopicAuthorizationFailed
+            | RDKafkaErrorCode::ClusterAuthorizationFailed
+            | RDKafkaErrorCode::InvalidRequiredAcks
+            | RDKafkaErrorCode::NotEnoughReplicas
+            | RDKafkaErrorCode::PolicyViolation,
+        ) => BrokerError::Refused(format!("{what}: {e}")),
+        // Anything else (a lost request, a leader change mid-append, an error this list
+        // does not know) leaves the write's fate unknown: indeterminate, not refused.
+        _ => BrokerError::Other(format!("{what}: {e}")),
     }
 }
 

@@ -25,7 +25,7 @@ use crate::counter::{self, Counter};
 use crate::error::BrokerError;
 
 mod options;
-pub use options::{Fault, FaultKind, MemOptions};
+pub use options::{Fault, FaultKind, MemOptions, PublishFault, PublishFaultKind};
 
 #[derive(Debug, Default)]
 struct KeyState {
@@ -64,6 +64,12 @@ struct Topic {
     groups: Vec<(String, Arc<Group>)>,
     distinct_keys: Counter,
     census: Mutex<KeyCensus>,
+    /// Publish calls so far (publish-fault ordinals).
+    calls: Counter,
+    /// Publish faults of this topic, and the first payload of each call one hit
+    /// (its retries get the same answer).
+    publish_faults: Vec<PublishFault>,
+    poisoned: Mutex<HashMap<Bytes, PublishFaultKind>>,
 }
 
 /// The distinct keys a topic has seen, in one bit per key for the harness's own
@@ -171,6 +177,18 @@ impl Limiter {
 }
 
 impl MemBroker {
+    /// The answer a publish fault gives.
+    fn fault_error(kind: PublishFaultKind) -> BrokerError {
+        match kind {
+            PublishFaultKind::RefuseButKeep => {
+                BrokerError::Refused("mem publish fault: refused (but kept)".into())
+            }
+            PublishFaultKind::TimeoutButKeep | PublishFaultKind::Timeout => {
+                BrokerError::Timeout("mem publish fault: no answer".into())
+            }
+        }
+    }
+
     pub fn new(options: MemOptions) -> Self {
         MemBroker {
             limiter: (options.max_deliveries_per_sec > 0)
@@ -321,6 +339,17 @@ impl Broker for MemBroker {
                 });
             }
         }
+        for f in &self.options.publish_faults {
+            if !topology.topics.iter().any(|t| t.name == f.topic) {
+                return Err(BrokerError::Config {
+                    field: "mem.publish_faults".into(),
+                    message: format!(
+                        "publish fault names topic {} which is not in the topology",
+                        f.topic
+                    ),
+                });
+            }
+        }
         for t in &topology.topics {
             topics.entry(t.name.clone()).or_insert_with(|| {
                 Arc::new(Topic {
@@ -347,6 +376,15 @@ impl Broker for MemBroker {
                         .collect(),
                     distinct_keys: Counter::new(),
                     census: Mutex::new(KeyCensus::default()),
+                    calls: Counter::new(),
+                    publish_faults: self
+                        .options
+                        .publish_faults
+                        .iter()
+                        .filter(|f| f.topic == t.name)
+                        .cloned()
+                        .collect(),
+                    poisoned: Mutex::new(HashMap::new()),
                 })
             });
         }
@@ -374,6 +412,24 @@ impl Broker for MemBroker {
             tokio::time::sleep(self.options.publish_delay).await;
         }
         let t = self.topic(topic)?;
+        // Publish faults: the call they hit, and every retry of it, get their answer.
+        let mut answer: Option<PublishFaultKind> = None;
+        if !t.publish_faults.is_empty() {
+            let first = payloads.first().cloned().unwrap_or_default();
+            if let Some(k) = t.poisoned.lock().get(&first) {
+                return Err(Self::fault_error(*k));
+            }
+            let n = t.calls.get();
+            t.calls.inc();
+            if let Some(f) = t.publish_faults.iter().find(|f| f.at == n) {
+                t.poisoned.lock().insert(first, f.kind);
+                self.stats.faults_applied.inc();
+                if f.kind == PublishFaultKind::Timeout {
+                    return Err(Self::fault_error(f.kind));
+                }
+                answer = Some(f.kind);
+            }
+        }
         if t.census.lock().insert(key) {
             t.distinct_keys.inc();
         }
@@ -404,7 +460,10 @@ impl Broker for MemBroker {
             }
         }
         self.stats.published.add(payloads.len() as u64);
-        Ok(())
+        match answer {
+            Some(k) => Err(Self::fault_error(k)),
+            None => Ok(()),
+        }
     }
 
     async fn consume(

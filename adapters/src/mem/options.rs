@@ -31,6 +31,32 @@ pub struct Fault {
     pub at: u64,
 }
 
+/// What a publish fault does to one publish call (and to every retry of it: a
+/// retry carries the same payloads, and gets the same answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PublishFaultKind {
+    /// Store the payloads, then answer "refused": an aborted read once the producer
+    /// gives up (Jepsen's *aborted read*).
+    RefuseButKeep,
+    /// Store the payloads, then answer "timed out": an indeterminate publish that
+    /// is delivered (*recovered*).
+    TimeoutButKeep,
+    /// Store nothing and answer "timed out": an indeterminate publish never
+    /// delivered (*unseen at end*).
+    Timeout,
+}
+
+/// A deliberate misbehaviour on the publish side, for tests of Jepsen's taxonomy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishFault {
+    pub topic: String,
+    pub kind: PublishFaultKind,
+    /// 0-based ordinal, among the publish calls to this topic, of the call it hits.
+    pub at: u64,
+}
+
 /// Options of the control broker (scenario section `mem`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -38,8 +64,10 @@ pub struct MemOptions {
     /// Sleep this long inside every publish call (a deliberately slow broker).
     #[serde(with = "crate::duration_text")]
     pub publish_delay: Duration,
-    /// Misbehaviours to inject.
+    /// Misbehaviours to inject (consume side).
     pub faults: Vec<Fault>,
+    /// Misbehaviours to inject (publish side).
+    pub publish_faults: Vec<PublishFault>,
     /// Refuse a topology with more ordered lanes per topic than this (0 = no limit),
     /// the way a broker refuses a partition count above its limit. Exercises the
     /// loader's REFUSED record.

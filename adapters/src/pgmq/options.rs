@@ -141,6 +141,17 @@ impl crate::options::Section for PgmqOptions {
             ("pg_internals".into(), format!("postgres:{}", self.dsn)),
         ]
     }
+
+    fn endpoint(&self) -> Result<String, String> {
+        crate::options::url_endpoint(&self.dsn, "pgmq.dsn", 5432)
+    }
+
+    fn routed_to(&self, addr: &str) -> Result<Self, String> {
+        Ok(PgmqOptions {
+            dsn: crate::options::url_routed(&self.dsn, "pgmq.dsn", addr)?,
+            ..self.clone()
+        })
+    }
 }
 
 /// Remove the password from a DSN or from any text that quotes one:

@@ -200,6 +200,17 @@ impl crate::options::Section for QueenOptions {
             ("postgres".into(), "proc:postgres".into()),
         ]
     }
+
+    fn endpoint(&self) -> Result<String, String> {
+        crate::options::url_endpoint(&self.url, "queen.url", 80)
+    }
+
+    fn routed_to(&self, addr: &str) -> Result<Self, String> {
+        Ok(QueenOptions {
+            url: crate::options::url_routed(&self.url, "queen.url", addr)?,
+            ..self.clone()
+        })
+    }
 }
 
 fn redacted<S: Serializer>(t: &Option<String>, s: S) -> Result<S::Ok, S::Error> {

@@ -146,6 +146,17 @@ impl crate::options::Section for RabbitOptions {
     fn sample_targets(&self) -> Vec<(String, String)> {
         vec![("rabbitmq".into(), "proc:beam.smp".into())]
     }
+
+    fn endpoint(&self) -> Result<String, String> {
+        crate::options::url_endpoint(&self.url, "rabbitmq.url", 5672)
+    }
+
+    fn routed_to(&self, addr: &str) -> Result<Self, String> {
+        Ok(RabbitOptions {
+            url: crate::options::url_routed(&self.url, "rabbitmq.url", addr)?,
+            ..self.clone()
+        })
+    }
 }
 
 #[cfg(test)]

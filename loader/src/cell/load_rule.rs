@@ -32,7 +32,7 @@ pub fn verdict(rule: &HeldRule, f: &LoadFacts) -> LoadVerdict {
     }
     if f.failed > 0 {
         reasons.push(format!(
-            "{} {} failed: the system did not accept them before the drain's deadline",
+            "{} {} failed: the system did not accept them before their publish_deadline or the drain's deadline",
             f.failed, f.unit
         ));
     }

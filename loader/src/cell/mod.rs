@@ -5,6 +5,7 @@
 
 pub mod consumers;
 pub mod drain;
+pub mod faults;
 pub mod load_rule;
 pub mod outcome;
 pub mod rated;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use outcome::Outcome;
 
 use crate::cell::drain::{abandon_at_deadline, drain};
+use crate::cell::faults::Faults;
 use crate::cell::workload::{CellEnv, Ending, Traffic, Workload};
 use crate::measure::clock::Clock;
 use crate::measure::phase::{Phase, PhaseCell};
@@ -80,7 +82,7 @@ pub async fn run<W: Workload>(
     let s = &loaded.scenario;
     let dir = opts.out.clone();
     let clock = Clock::anchor();
-    let inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
+    let mut inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
     crate::record::incomplete::begin(&dir);
     let started = inv.started;
     let sampling = crate::sampling::start(s, &dir)?;
@@ -94,8 +96,13 @@ pub async fn run<W: Workload>(
         say(line);
     }
 
-    // The system, and the topology on it (or its refusal, which is the result).
-    let broker = crate::cell::setup::build(s, &workload.build_context())?;
+    // The system (through the harness's proxy when the scenario asks for one), and the
+    // topology on it (or its refusal, which is the result).
+    let proxy = Faults::start_proxy(s).await?;
+    let broker = match &proxy {
+        None => crate::cell::setup::build(s, &workload.build_context())?,
+        Some(p) => crate::cell::setup::build_via(s, &workload.build_context(), p.listen())?,
+    };
     let topo = workload.topology();
     let description = match crate::cell::setup::setup(&*broker, s, &topo).await? {
         Ok(d) => d,
@@ -175,6 +182,14 @@ pub async fn run<W: Workload>(
         },
     );
     phase.set(Phase::Warmup);
+    // Faults, timed from the rated window's start, and the 100 ms timeline that
+    // measures what they did.
+    let faults = (!s.faults.is_empty() || proxy.is_some())
+        .then(|| Faults::start(s, proxy.clone(), clock, start + warm));
+    let timeline_stop = CancellationToken::new();
+    let timeline = (!s.faults.is_empty()).then(|| {
+        crate::cell::faults::timeline::record(workload.tally(), clock, timeline_stop.clone())
+    });
     let mut deliveries_at_start = 0;
     let edges = crate::cell::rated::run_window(start, warm, rated, interrupt, || {
         deliveries_at_start = workload.deliveries();
@@ -221,6 +236,17 @@ pub async fn run<W: Workload>(
         drain_end.name(),
         drain_sec
     ));
+    // Every fault ends here: the paused are continued, toxics switched off, the
+    // killed restarted (each command has its own deadline).
+    let fault_run = match faults {
+        Some(f) => Some(f.finish().await),
+        None => None,
+    };
+    timeline_stop.cancel();
+    let readings = match timeline {
+        Some(t) => t.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
 
     // Stop the consumers, close the logs, stop the progress.
     let consume_errors =
@@ -234,6 +260,9 @@ pub async fn run<W: Workload>(
             .context("reading the adapter's counters")?
     };
     let _ = broker.close().await;
+    if let Some(p) = &proxy {
+        p.close();
+    }
 
     // produced.meta, then the checker's verdict.
     let meta = workload.produced_meta(drain_end, s.accept.name());
@@ -282,6 +311,28 @@ pub async fn run<W: Workload>(
     );
     let mut warnings = consume_errors;
     warnings.extend(figures.warnings);
+    // What the faults did: figures, the record's tags, invocation.txt's lines.
+    let fault_record = match fault_run {
+        Some((events, spans, proxy_figures)) => {
+            let rec = crate::cell::faults::report::build(&crate::cell::faults::report::Inputs {
+                scenario: s,
+                dir: &dir,
+                events,
+                spans,
+                proxy: proxy_figures,
+                readings: &readings,
+                traffic_start_unix_ms: start_us / 1000,
+                rated_start_unix_ms: rated_start_us / 1000,
+                rated_end_unix_ms: rated_start_us / 1000 + (rated_sec * 1000.0) as i64,
+                load: &load,
+                stream_counters: &counters,
+            });
+            warnings.extend(rec.1);
+            inv.fault_lines = rec.2;
+            Some(rec.0)
+        }
+        None => None,
+    };
     for t in &cost.missing_system_targets {
         warnings.push(format!(
             "sample target {t} was absent (no value in any sample): the system's cost figures leave it out; check sample.targets (or the system's process name)"
@@ -343,6 +394,7 @@ pub async fn run<W: Workload>(
             cost: Some(serde_json::to_value(&cost).context("serialising the cost summary")?),
             broker_stats,
             warnings,
+            faults: fault_record,
         },
     };
     write_result(&dir, &result)?;

@@ -14,6 +14,20 @@ pub fn build(s: &Scenario, ctx: &BuildContext) -> Result<Arc<dyn Broker>, BuildE
     s.options.build(ctx)
 }
 
+/// Build the adapter connected to `via` (the harness's proxy) instead of the
+/// system's own address.
+pub fn build_via(
+    s: &Scenario,
+    ctx: &BuildContext,
+    via: std::net::SocketAddr,
+) -> anyhow::Result<Arc<dyn Broker>> {
+    let routed = s
+        .options
+        .routed_to(&via.to_string())
+        .map_err(|m| anyhow::anyhow!("proxy: {m}"))?;
+    Ok(routed.build(ctx)?)
+}
+
 /// Build the topology on the system. A refusal of the topology is the cell's result,
 /// not an error: it comes back as `Ok(Err(refusal))`; any other failure is an error.
 pub async fn setup(

@@ -87,6 +87,12 @@ pub struct Load {
     /// Units given up and shed at the publishers' queues (all flows).
     pub failed: u64,
     pub shed_backpressure: u64,
+    /// Of `failed`, the units whose fate is unknown (they may have landed).
+    pub failed_indeterminate: u64,
+    /// Failed publish attempts by error class (all flows).
+    pub publish_errors: Vec<(adapters::ErrorClass, u64)>,
+    /// The worst end-to-end latency of a rated unit, ms.
+    pub e2e_max_ms: f64,
 }
 
 /// What the lifecycle knows when the workload makes its figures.
@@ -164,6 +170,9 @@ pub trait Workload: Send + Sync {
     /// Messages processed by the consumers so far (redeliveries included): the
     /// drain's sign of progress and what the loader's CPU is divided by.
     fn deliveries(&self) -> u64;
+    /// Cumulative acknowledged publishes and deliveries, readable from another task
+    /// (after `attach`): the fault timeline's 100 ms series.
+    fn tally(&self) -> crate::cell::faults::timeline::Tally;
     /// Every consumer processed everything the system acknowledged to a producer.
     fn caught_up(&self) -> bool;
     /// `produced.meta`: the checker's ground truth.

@@ -48,6 +48,13 @@ impl Clock {
         self.origin_unix_us + since
     }
 
+    /// The monotonic instant at which this clock reads `us` (the anchor for any earlier
+    /// reading).
+    pub fn instant_of(&self, us: i64) -> Instant {
+        let since = us.saturating_sub(self.origin_unix_us).max(0) as u64;
+        self.origin + Duration::from_micros(since)
+    }
+
     /// The wall-clock time now, as this clock reads it.
     pub fn now_system(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_micros(self.now_us().max(0) as u64)

@@ -1,7 +1,7 @@
 //! The ingress counters of a flow, the same in both workloads, and their identity:
 //! `offered = published + shed + failed` at the end of every cell.
 
-use adapters::Counter;
+use adapters::{BrokerError, Counter, ErrorClass};
 use serde::Serialize;
 
 /// Ingress counters of one flow, in the workload's unit (events or messages).
@@ -17,10 +17,16 @@ pub struct FlowCounters {
     /// Units skipped because the pacer itself fell more than the catch-up cap behind
     /// (the loader could not hold the schedule: the cell is VOID).
     pub shed_pacer: Counter,
-    /// Units whose publish was abandoned at stop after errors.
+    /// Units whose publish was given up: refused, past its deadline, or abandoned at
+    /// stop (unsent ones included).
     pub failed: Counter,
+    /// Of `failed`, those whose fate is unknown (an attempt timed out or lost its
+    /// connection): they may have landed (`# indeterminate` in produced.meta).
+    pub failed_indeterminate: Counter,
     /// Publish attempts that failed and were retried.
     pub publish_retries: Counter,
+    /// Failed publish attempts by error class, in the order of [`ErrorClass::ALL`].
+    pub publish_errors: [Counter; ErrorClass::ALL.len()],
     /// Hydration publishes (seq 0 of every key), outside the paced identity.
     pub hydration_published: Counter,
     /// Paced units scheduled inside the rated window.
@@ -30,6 +36,11 @@ pub struct FlowCounters {
 }
 
 impl FlowCounters {
+    /// Count one failed publish attempt under its class.
+    pub fn count_error(&self, e: &BrokerError) {
+        self.publish_errors[e.class().index()].inc();
+    }
+
     pub fn shed(&self) -> u64 {
         self.shed_backpressure.get() + self.shed_pacer.get()
     }
@@ -42,6 +53,7 @@ impl FlowCounters {
             shed_backpressure: self.shed_backpressure.get(),
             shed_pacer: self.shed_pacer.get(),
             failed: self.failed.get(),
+            failed_indeterminate: self.failed_indeterminate.get(),
             publish_retries: self.publish_retries.get(),
             hydration_published: self.hydration_published.get(),
             offered_rated: self.offered_rated.get(),
@@ -60,6 +72,8 @@ pub struct FlowSnapshot {
     pub shed_backpressure: u64,
     pub shed_pacer: u64,
     pub failed: u64,
+    /// Of `failed`, those that may have landed.
+    pub failed_indeterminate: u64,
     pub publish_retries: u64,
     pub hydration_published: u64,
     pub offered_rated: u64,

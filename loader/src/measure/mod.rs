@@ -4,5 +4,6 @@
 pub mod clock;
 pub mod counters;
 pub mod histograms;
+pub mod outcomes;
 pub mod phase;
 pub mod window;

@@ -31,6 +31,8 @@ pub struct Invocation<'a> {
     pub started: std::time::SystemTime,
     pub ended: Option<std::time::SystemTime>,
     pub outcome: Option<&'a str>,
+    /// The fault schedule as it ran: one line per action (empty: no faults).
+    pub faults: &'a [String],
 }
 
 impl Invocation<'_> {
@@ -64,6 +66,15 @@ impl Invocation<'_> {
         }
         let _ = writeln!(s, "\n## scenario as resolved (defaults and --set applied)");
         s.push_str(self.resolved_yaml);
+        if !self.faults.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n## faults as they ran (ms from the start of the rated window)"
+            );
+            for l in self.faults {
+                let _ = writeln!(s, "{l}");
+            }
+        }
         redact(&s)
     }
 }
@@ -79,6 +90,8 @@ pub struct InvocationFile {
     resolved_yaml: String,
     pub host: Host,
     pub started: std::time::SystemTime,
+    /// The faults' actions, once they ran (written with the outcome).
+    pub fault_lines: Vec<String>,
 }
 
 impl InvocationFile {
@@ -99,6 +112,7 @@ impl InvocationFile {
                 .context("serialising the resolved scenario")?,
             host: Host::probe(),
             started: std::time::SystemTime::now(),
+            fault_lines: Vec::new(),
         };
         f.write(None, None)?;
         Ok(f)
@@ -120,6 +134,7 @@ impl InvocationFile {
             started: self.started,
             ended,
             outcome,
+            faults: &self.fault_lines,
         };
         std::fs::write(&self.path, inv.render())
             .with_context(|| format!("writing {}", self.path.display()))
@@ -178,6 +193,7 @@ mod tests {
             started: std::time::SystemTime::now(),
             ended: None,
             outcome: None,
+            faults: &[],
         };
         let r = inv.render();
         for secret in ["topsecret1", "tok-secret-2", "topsecret3", "tok-secret-4"] {

@@ -78,6 +78,10 @@ pub struct CellTail {
     pub cost: Option<serde_json::Value>,
     pub broker_stats: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// The faults injected and what they did (cells with a `faults:` section or a
+    /// proxy; added 2026-12, additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::cell::faults::FaultRecord>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -7,6 +7,7 @@
 //! in [`sections`]; every number is checked in [`validate`].
 
 pub mod dur;
+pub mod faults;
 pub mod sections;
 pub mod set;
 pub mod stream;
@@ -19,6 +20,7 @@ use adapters::{Durability, System, SystemOptions};
 use serde::{Deserialize, Serialize};
 
 pub use dur::Dur;
+pub use faults::{FaultKind, FaultSpec, ProxySection, Toxic, Victim};
 pub use sections::{
     split_target, Accept, Drain, HeldRule, Hot, SampleSection, VoidRule, WorkloadKind,
 };
@@ -77,6 +79,10 @@ pub struct Scenario {
     /// Capacity of each shard's queue; a full queue sheds the event.
     #[serde(default = "default_shard_queue")]
     pub shard_queue: u64,
+    /// How long after its scheduled instant an event may still be published; past it
+    /// the event is given up (counted failed, recorded in produced.meta) and dropped.
+    #[serde(default = "default_publish_deadline")]
+    pub publish_deadline: Dur,
     #[serde(default)]
     pub durability: Durability,
     /// Broker-side dedup window in seconds (systems that have one).
@@ -109,6 +115,12 @@ pub struct Scenario {
     /// The stream workload's shape (workload: stream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamSection>,
+    /// Faults injected during the rated window (docs/reliability.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultSpec>,
+    /// The harness's TCP proxy between the adapter and the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySection>,
     /// What `crossbench gate` gates on this scenario: metrics and thresholds
     /// (docs/gate.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,6 +150,9 @@ fn default_shards() -> u64 {
 }
 fn default_shard_queue() -> u64 {
     1024
+}
+fn default_publish_deadline() -> Dur {
+    Dur(Duration::from_secs(30))
 }
 
 /// A scenario that cannot run, with the field and the fix.

@@ -112,6 +112,27 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     s.options
         .validate()
         .map_err(|e| invalid(&e.field, e.message))?;
+    crate::scenario::faults::validate(
+        &s.faults,
+        s.proxy.as_ref(),
+        s.duration.0,
+        s.publish_deadline.0,
+    )?;
+    if let Some(p) = &s.proxy {
+        // The proxy goes in front of the system's own address, or the one given.
+        let endpoint = s.options.endpoint().map_err(|m| invalid("proxy", m))?;
+        let upstream = if p.upstream.is_empty() {
+            &endpoint
+        } else {
+            &p.upstream
+        };
+        crate::scenario::faults::loopback_addr(upstream).map_err(|m| {
+            invalid(
+                "proxy.upstream",
+                format!("{m} (the system's address is {endpoint})"),
+            )
+        })?;
+    }
     if let Some(g) = &s.gate {
         g.resolve().map_err(|m| invalid("gate", m))?;
     }

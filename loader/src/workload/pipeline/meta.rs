@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use crate::measure::outcomes::Outcomes;
 use crate::workload::pipeline::plan::Invariants;
 use crate::workload::pipeline::seqs::SeqTable;
 
@@ -16,6 +17,8 @@ pub struct StreamHeader {
     pub name: String,
     pub flow: char,
     pub ack_errors: u64,
+    /// Consumer reconnects or rebalances of the stream.
+    pub reconnects: u64,
 }
 
 #[derive(Debug)]
@@ -28,7 +31,10 @@ pub struct Meta<'a> {
     pub delivery: &'a str,
     pub invariants: &'a Invariants,
     pub streams: Vec<StreamHeader>,
-    pub flows: Vec<(char, &'a SeqTable)>,
+    /// Per flow: the acknowledged maxima and the given-up publishes.
+    pub flows: Vec<(char, &'a SeqTable, &'a Outcomes)>,
+    /// Why this cell's tier may lose acknowledged writes (`loss_allowed=`), if it may.
+    pub loss_allowed: Option<String>,
 }
 
 impl Meta<'_> {
@@ -41,6 +47,14 @@ impl Meta<'_> {
             "# ackErr={total_ack} base={} system={} properties={} rate={} drain={} delivery={}",
             self.base, self.system, self.properties, self.rate, self.drain, self.delivery
         );
+        if let Some(why) = &self.loss_allowed {
+            // One token: the header splits on whitespace.
+            let why: String = why
+                .chars()
+                .map(|c| if c.is_whitespace() { '-' } else { c })
+                .collect();
+            let _ = writeln!(s, "# loss_allowed={why}");
+        }
         let i = self.invariants;
         let _ = writeln!(
             s,
@@ -51,15 +65,22 @@ impl Meta<'_> {
             i.publishes_per_sec_copied
         );
         for st in &self.streams {
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "# stream name={} flow={} ackErr={}",
                 st.name, st.flow, st.ack_errors
             );
+            if st.reconnects > 0 {
+                let _ = write!(s, " reconnects={}", st.reconnects);
+            }
+            s.push('\n');
+        }
+        for (flow, _, outcomes) in &self.flows {
+            outcomes.render(*flow, &mut s);
         }
         let mut a = itoa::Buffer::new();
         let mut b = itoa::Buffer::new();
-        for (flow, table) in &self.flows {
+        for (flow, table, _) in &self.flows {
             for prop in 0..table.len() as u64 {
                 let m = table.get(prop);
                 if m >= self.base {

@@ -34,6 +34,7 @@ use crate::cell::drain::DrainEnd;
 use crate::cell::workload::{CellEnv, ConsumerSpec, Ending, Figures, Load, Traffic, Workload};
 use crate::console::progress::ProgressSource;
 use crate::measure::counters::FlowCounters;
+use crate::measure::outcomes::Outcomes;
 use crate::measure::phase::Phase;
 use crate::pacing::pacer::Paced;
 use crate::record::result::CellResult;
@@ -62,6 +63,8 @@ pub struct Pipeline {
     metrics: Arc<Metrics>,
     flows: [Arc<FlowCounters>; 2],
     seqs: [Arc<SeqTable>; 2],
+    /// Given-up events per flow (`# failed` / `# indeterminate` in produced.meta).
+    outcomes: [Arc<Outcomes>; 2],
     skewed: Selector,
     stages: Vec<Arc<Stage>>,
     stream_counters: Vec<Arc<StreamCounters>>,
@@ -81,6 +84,7 @@ impl Pipeline {
                 Arc::new(SeqTable::new(s.properties)),
                 Arc::new(SeqTable::new(s.properties)),
             ],
+            outcomes: Default::default(),
             skewed: Selector::new(s.properties, s.hot.props, s.hot.factor),
             stages: Vec::new(),
             stream_counters: Vec::new(),
@@ -126,6 +130,8 @@ impl Pipeline {
             window: env.window.clone(),
             clock: env.clock,
             abandon: env.abandon.clone(),
+            deadline: self.s.publish_deadline.0,
+            outcomes: self.outcomes[flow.index()].clone(),
         }
     }
 
@@ -361,12 +367,20 @@ impl Workload for Pipeline {
                     name: d.name(),
                     flow: d.flow.letter() as char,
                     ack_errors: c.ack_errors.get(),
+                    reconnects: c.reconnects.get(),
                 })
                 .collect(),
             flows: Flow::ALL
                 .iter()
-                .map(|f| (f.letter() as char, &*self.seqs[f.index()]))
+                .map(|f| {
+                    (
+                        f.letter() as char,
+                        &*self.seqs[f.index()],
+                        &*self.outcomes[f.index()],
+                    )
+                })
                 .collect(),
+            loss_allowed: crate::cell::faults::loss_allowed(&self.s),
         }
         .render()
     }
@@ -385,6 +399,39 @@ impl Workload for Pipeline {
             partitions: self.plan.lanes * self.topology().topics.len() as u64,
             failed: self.flows.iter().map(|f| f.failed.get()).sum(),
             shed_backpressure: self.flows.iter().map(|f| f.shed_backpressure.get()).sum(),
+            failed_indeterminate: self
+                .flows
+                .iter()
+                .map(|f| f.failed_indeterminate.get())
+                .sum(),
+            publish_errors: adapters::ErrorClass::ALL
+                .iter()
+                .map(|c| {
+                    let n = self
+                        .flows
+                        .iter()
+                        .map(|f| f.publish_errors[c.index()].get())
+                        .sum();
+                    (*c, n)
+                })
+                .collect(),
+            e2e_max_ms: self
+                .metrics
+                .e2e
+                .iter()
+                .map(|m| m.summary().max_ms)
+                .fold(0.0, f64::max),
+        }
+    }
+
+    fn tally(&self) -> crate::cell::faults::timeline::Tally {
+        let flows = self.flows.clone();
+        let stages = self.stages.clone();
+        crate::cell::faults::timeline::Tally {
+            published: std::sync::Arc::new(move || flows.iter().map(|f| f.published.get()).sum()),
+            delivered: std::sync::Arc::new(move || {
+                stages.iter().map(|st| st.counters.processed.get()).sum()
+            }),
         }
     }
 

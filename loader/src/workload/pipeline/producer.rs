@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cell::workload::Traffic;
 use crate::measure::clock::Clock;
 use crate::measure::counters::FlowCounters;
+use crate::measure::outcomes::{GiveUp, Outcomes};
 use crate::measure::window::RatedWindow;
 use crate::pacing::pacer::{Paced, Pacer, PacerSinks, PacerSpec, Slot, Timing};
 use crate::pacing::retry::publish_until;
@@ -75,6 +76,11 @@ pub struct ProducerEnv {
     pub clock: Clock,
     /// Fires when publishers must give up retrying (the remaining jobs fail).
     pub abandon: CancellationToken,
+    /// How long after its scheduled instant an event may still be published; past it
+    /// the event is given up (failed or indeterminate) and dropped.
+    pub deadline: std::time::Duration,
+    /// Where given-up events are recorded for `produced.meta`.
+    pub outcomes: Arc<Outcomes>,
 }
 
 fn encode(flow: Flow, job: &Job, padding: Option<&[u8]>) -> Bytes {
@@ -196,7 +202,9 @@ pub fn start(spec: FlowSpec, env: ProducerEnv, traffic: Traffic, timing: Timing)
 }
 
 /// One ordered publisher shard: publishes its queue's events one at a time, each
-/// until accepted or abandoned.
+/// until accepted, past its deadline, or abandoned. A given-up event is recorded as
+/// failed or indeterminate and dropped; the property's later events still go out
+/// (their seqs follow it, so the checker sees exactly which seqs are not owed).
 async fn shard(
     env: ProducerEnv,
     topic: String,
@@ -204,27 +212,28 @@ async fn shard(
     padding: Option<Arc<Vec<u8>>>,
     mut rx: mpsc::Receiver<Job>,
 ) {
-    let mut abandoned = false;
     while let Some(job) = rx.recv().await {
         // Past the drain's deadline nothing queued is sent any more: a slow system
         // must not stretch the drain by its whole backlog.
-        abandoned |= env.abandon.is_cancelled();
-        if abandoned {
-            env.counters.failed.inc();
-            continue;
-        }
-        let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()));
-        let sent = publish_until(
-            env.broker.as_ref(),
-            &topic,
-            &key_of(job.prop),
-            &[payload],
-            &env.abandon,
-            &env.counters.publish_retries,
-            |_| {},
-        )
-        .await;
-        match sent {
+        let deadline = env.clock.instant_of(job.ts) + env.deadline;
+        let outcome = if env.abandon.is_cancelled() {
+            Err(GiveUp::Failed)
+        } else {
+            let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()));
+            publish_until(
+                env.broker.as_ref(),
+                &topic,
+                &key_of(job.prop),
+                &[payload],
+                deadline,
+                &env.abandon,
+                &env.counters.publish_retries,
+                |e| env.counters.count_error(e),
+            )
+            .await
+            .map_err(|g| g.kind)
+        };
+        match outcome {
             Ok(rtt) => {
                 env.metrics.publish.record(rtt.as_micros() as i64);
                 env.seqs.ack(job.prop, job.seq);
@@ -233,11 +242,12 @@ async fn shard(
                     env.counters.published_rated.inc();
                 }
             }
-            Err(_) => {
-                // Given up at stop: this and every later job of this shard fail,
-                // so a property's failed seqs are always its tail.
-                abandoned = true;
+            Err(kind) => {
+                env.outcomes.give_up(job.prop, job.seq, job.seq, kind);
                 env.counters.failed.inc();
+                if kind == GiveUp::Indeterminate {
+                    env.counters.failed_indeterminate.inc();
+                }
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::measure::outcomes::Outcomes;
 use crate::workload::stream::ledger::SeqMax;
 use crate::workload::stream::payload::FLOW;
 
@@ -14,9 +15,13 @@ pub struct PartitionMeta<'a> {
     pub rate: u64,
     pub drain: &'a str,
     pub delivery: &'a str,
-    /// (stream name `<topic>_<group>`, ack errors).
-    pub streams: Vec<(String, u64)>,
+    /// (stream name `<topic>_<group>`, ack errors, reconnects).
+    pub streams: Vec<(String, u64, u64)>,
     pub acked: &'a SeqMax,
+    /// Given-up pushes (`# failed` / `# indeterminate`).
+    pub outcomes: &'a Outcomes,
+    /// Why this cell's tier may lose acknowledged writes, if it may.
+    pub loss_allowed: Option<String>,
 }
 
 impl PartitionMeta<'_> {
@@ -29,11 +34,23 @@ impl PartitionMeta<'_> {
             "# ackErr={total_ack} base=1 system={} properties={} rate={} drain={} delivery={}",
             self.system, self.partitions, self.rate, self.drain, self.delivery
         );
+        if let Some(why) = &self.loss_allowed {
+            let why: String = why
+                .chars()
+                .map(|c| if c.is_whitespace() { '-' } else { c })
+                .collect();
+            let _ = writeln!(s, "# loss_allowed={why}");
+        }
         let _ = writeln!(s, "# workload kind=stream partitions={}", self.partitions);
         let flow = FLOW as char;
-        for (name, ack) in &self.streams {
-            let _ = writeln!(s, "# stream name={name} flow={flow} ackErr={ack}");
+        for (name, ack, reconnects) in &self.streams {
+            let _ = write!(s, "# stream name={name} flow={flow} ackErr={ack}");
+            if *reconnects > 0 {
+                let _ = write!(s, " reconnects={reconnects}");
+            }
+            s.push('\n');
         }
+        self.outcomes.render(flow, &mut s);
         let mut a = itoa::Buffer::new();
         let mut b = itoa::Buffer::new();
         for p in 0..self.acked.len() {

@@ -82,6 +82,8 @@ pub struct Stream {
     push_counters: Arc<PushCounters>,
     push_metrics: Arc<PushMetrics>,
     ledger: Arc<Ledger>,
+    /// Given-up pushes (`# failed` / `# indeterminate` in produced.meta).
+    outcomes: Arc<crate::measure::outcomes::Outcomes>,
     sink_metrics: Arc<SinkMetrics>,
     sinks: Vec<Arc<Sink>>,
     stream_counters: Vec<Arc<StreamCounters>>,
@@ -105,6 +107,7 @@ impl Stream {
             push_counters: Arc::new(PushCounters::default()),
             push_metrics: Arc::new(PushMetrics::default()),
             ledger: Arc::new(Ledger::new(shape.space, groups.len())),
+            outcomes: Default::default(),
             sink_metrics: Arc::new(SinkMetrics::default()),
             sinks: Vec::new(),
             stream_counters: Vec::new(),
@@ -271,6 +274,8 @@ impl Workload for Stream {
             clock: env.clock,
             body: Body::new(st.payload.bytes, st.payload.compressible, s.seed),
             abandon: env.abandon.clone(),
+            deadline: s.publish_deadline.0,
+            outcomes: self.outcomes.clone(),
         };
         vec![push::start(plan, penv, traffic, env.timing)]
     }
@@ -294,6 +299,15 @@ impl Workload for Stream {
         self.popped_now()
     }
 
+    fn tally(&self) -> crate::cell::faults::timeline::Tally {
+        let flow = self.flow.clone();
+        let counters: Vec<_> = self.sinks.iter().map(|s| s.counters.clone()).collect();
+        crate::cell::faults::timeline::Tally {
+            published: Arc::new(move || flow.published.get()),
+            delivered: Arc::new(move || counters.iter().map(|c| c.popped.get()).sum()),
+        }
+    }
+
     /// Cheap count test first, then the exact per-partition one.
     fn caught_up(&self) -> bool {
         self.popped_now() >= self.flow.published.get() * self.groups.len() as u64
@@ -311,9 +325,17 @@ impl Workload for Stream {
                 .groups
                 .iter()
                 .zip(&self.stream_counters)
-                .map(|(g, c)| (format!("{}_{g}", self.topic), c.ack_errors.get()))
+                .map(|(g, c)| {
+                    (
+                        format!("{}_{g}", self.topic),
+                        c.ack_errors.get(),
+                        c.reconnects.get(),
+                    )
+                })
                 .collect(),
             acked: &self.ledger.acked,
+            outcomes: &self.outcomes,
+            loss_allowed: crate::cell::faults::loss_allowed(&self.s),
         }
         .render()
     }
@@ -328,6 +350,12 @@ impl Workload for Stream {
             partitions: self.st.lanes(),
             failed: self.flow.failed.get(),
             shed_backpressure: self.flow.shed_backpressure.get(),
+            failed_indeterminate: self.flow.failed_indeterminate.get(),
+            publish_errors: adapters::ErrorClass::ALL
+                .iter()
+                .map(|c| (*c, self.flow.publish_errors[c.index()].get()))
+                .collect(),
+            e2e_max_ms: self.sink_metrics.e2e.summary().max_ms,
         }
     }
 

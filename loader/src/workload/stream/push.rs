@@ -17,6 +17,7 @@ use crate::cell::workload::Traffic;
 use crate::measure::clock::Clock;
 use crate::measure::counters::FlowCounters;
 use crate::measure::histograms::Metric;
+use crate::measure::outcomes::{GiveUp, Outcomes};
 use crate::measure::window::RatedWindow;
 use crate::pacing::pacer::{Paced, Pacer, PacerSinks, PacerSpec, Slot, Timing};
 use crate::pacing::retry::publish_until;
@@ -82,6 +83,10 @@ pub struct PushEnv {
     pub body: Body,
     /// Fires when workers must stop retrying (what they hold fails).
     pub abandon: CancellationToken,
+    /// How long after its scheduled instant a request may still be published.
+    pub deadline: std::time::Duration,
+    /// Where given-up messages are recorded for `produced.meta`.
+    pub outcomes: Arc<Outcomes>,
 }
 
 /// The static shape of the producer.
@@ -169,46 +174,57 @@ pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> 
 }
 
 async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
-    let mut abandoned = false;
     let mut payloads: Vec<Bytes> = Vec::new();
     while let Some(req) = rx.recv().await {
         let n = req.per_partition as u64;
         let rated = env.window.is_rated(req.ts);
+        let deadline = env.clock.instant_of(req.ts) + env.deadline;
         let mut ok_all = true;
         for &(p, first) in &req.parts {
             // Past the drain's deadline nothing queued is sent any more.
-            abandoned |= env.abandon.is_cancelled();
-            if abandoned {
-                env.flow.failed.add(n);
-                ok_all = false;
-                continue;
-            }
-            payloads.clear();
-            payloads.extend((0..req.per_partition).map(|i| env.body.encode(p, first + i, req.ts)));
-            let sent = publish_until(
-                env.broker.as_ref(),
-                &env.topic,
-                &key_of(p),
-                &payloads,
-                &env.abandon,
-                &env.flow.publish_retries,
-                |e| env.counters.count_error(e),
-            )
-            .await;
-            if let Ok(rtt) = sent {
-                env.metrics.publish_rtt.record(rtt.as_micros() as i64);
-                env.ledger.acked.raise(p, first + req.per_partition - 1);
-                env.ledger.created.mark(p);
-                env.flow.published.add(n);
-                if rated {
-                    env.flow.published_rated.add(n);
-                }
+            let sent = if env.abandon.is_cancelled() {
+                Err(GiveUp::Failed)
             } else {
-                // Given up at stop: this and every later request of this worker fail,
-                // so a partition's failed seqs are always its tail.
-                abandoned = true;
-                ok_all = false;
-                env.flow.failed.add(n);
+                payloads.clear();
+                payloads
+                    .extend((0..req.per_partition).map(|i| env.body.encode(p, first + i, req.ts)));
+                publish_until(
+                    env.broker.as_ref(),
+                    &env.topic,
+                    &key_of(p),
+                    &payloads,
+                    deadline,
+                    &env.abandon,
+                    &env.flow.publish_retries,
+                    |e| {
+                        env.counters.count_error(e);
+                        env.flow.count_error(e);
+                    },
+                )
+                .await
+                .map_err(|g| g.kind)
+            };
+            match sent {
+                Ok(rtt) => {
+                    env.metrics.publish_rtt.record(rtt.as_micros() as i64);
+                    env.ledger.acked.raise(p, first + req.per_partition - 1);
+                    env.ledger.created.mark(p);
+                    env.flow.published.add(n);
+                    if rated {
+                        env.flow.published_rated.add(n);
+                    }
+                }
+                Err(kind) => {
+                    // Given up: recorded and dropped; the partition's later requests
+                    // still go out.
+                    let last = first + req.per_partition - 1;
+                    env.outcomes.give_up(p, first as i64, last as i64, kind);
+                    ok_all = false;
+                    env.flow.failed.add(n);
+                    if kind == GiveUp::Indeterminate {
+                        env.flow.failed_indeterminate.add(n);
+                    }
+                }
             }
         }
         if ok_all {

@@ -1,0 +1,500 @@
+//! Faults injected during a cell (the scenario's `faults:` list and `proxy:` section),
+//! written once for every workload: the schedule runs against the rated window's
+//! start, each fault's actions (signals, commands, toxics) are recorded with their
+//! instants, pids, commands and exit codes, and the service's loss of availability
+//! and its recovery are measured afterwards ([`timeline`]).
+//!
+//! A fault that began is always ended, whatever happens to the cell: a paused victim
+//! gets its SIGCONT and a toxic is switched off when the cell ends, is interrupted or
+//! fails (the guard's `Drop`), and a killed victim is restarted (its `restart`
+//! command) when the cell ends before the fault's duration did.
+
+pub mod command;
+pub mod proxy;
+pub mod report;
+pub mod target;
+pub mod timeline;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use adapters::Durability;
+
+use crate::cell::faults::command::{run_command, CommandOutcome};
+use crate::cell::faults::proxy::{Active, Proxy, ProxyFigures};
+use crate::cell::faults::target::{signal, signal_pids, Signal};
+use crate::cell::faults::timeline::{Recovery, Span, Unavailability};
+use crate::measure::clock::Clock;
+use crate::scenario::faults::{FaultKind, FaultSpec, Victim};
+use crate::scenario::Scenario;
+
+/// Why this cell may lose acknowledged writes without failing: its tier promises
+/// nothing across the crash or restart it injects. `None`: every loss fails.
+pub fn loss_allowed(s: &Scenario) -> Option<String> {
+    let crashes = s
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind, FaultKind::Kill | FaultKind::Restart));
+    let tier_keeps_nothing = matches!(s.durability, Durability::Memory);
+    (crashes && tier_keeps_nothing).then(|| {
+        "durability=memory: the tier keeps nothing across the kill or restart this cell injects"
+            .to_string()
+    })
+}
+
+/// One thing a fault did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FaultEvent {
+    /// Index in the schedule.
+    pub fault: usize,
+    /// `sigkill`, `sigstop`, `sigcont`, `restart`, `toxic-on`, `toxic-off`, `skipped`.
+    pub action: String,
+    /// From the start of the rated window.
+    pub at_ms: i64,
+    pub unix_ms: i64,
+    /// The victim as named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Processes signalled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the faults did to the service.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FaultFigures {
+    pub unavailability_ms: Unavailability,
+    /// Per fault, in schedule order.
+    pub recovery: Vec<Recovery>,
+    /// The worst end-to-end latency of a rated unit.
+    pub max_e2e_lag_ms: f64,
+    /// Publish attempts that failed, by error class (each was retried or given up).
+    pub publish_errors_by_class: std::collections::BTreeMap<String, u64>,
+    /// Consumer-side: failed receives, failed acks, reconnects (all streams).
+    pub receive_errors: u64,
+    pub ack_errors: u64,
+    pub reconnects: u64,
+    /// Units given up, and of those the indeterminate ones.
+    pub failed: u64,
+    pub failed_indeterminate: u64,
+}
+
+/// The `faults` block of `result.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    pub schedule: Vec<FaultSpec>,
+    pub events: Vec<FaultEvent>,
+    /// Each fault's span (ms from the start of the rated window; `end_ms` null: it
+    /// never ended in the cell).
+    pub spans: Vec<SpanMs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyFigures>,
+    pub figures: FaultFigures,
+    /// Why lost acknowledged writes are allowed in this cell, if they are.
+    pub loss_allowed: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct SpanMs {
+    pub start_ms: Option<i64>,
+    pub end_ms: Option<i64>,
+}
+
+/// What the running schedule shares with its tasks.
+#[derive(Debug, Default)]
+struct Shared {
+    events: Mutex<Vec<FaultEvent>>,
+    spans: Mutex<Vec<(Option<i64>, Option<i64>)>>,
+    /// Processes a pause stopped and has not yet continued.
+    paused: Mutex<Vec<u32>>,
+}
+
+/// The faults of a cell, running.
+#[derive(Debug)]
+pub struct Faults {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+    end: CancellationToken,
+    proxy: Option<Arc<Proxy>>,
+    rated_start_unix_ms: i64,
+}
+
+struct Ctx {
+    spec: FaultSpec,
+    index: usize,
+    shared: Arc<Shared>,
+    end: CancellationToken,
+    proxy: Option<Arc<Proxy>>,
+    clock: Clock,
+    rated_start: Instant,
+    rated_start_unix_ms: i64,
+}
+
+impl Ctx {
+    fn now_ms(&self) -> (i64, i64) {
+        let unix = self.clock.now_us() / 1000;
+        (unix - self.rated_start_unix_ms, unix)
+    }
+
+    fn log(
+        &self,
+        action: &str,
+        pids: Vec<u32>,
+        command: Option<CommandOutcome>,
+        error: Option<String>,
+    ) -> i64 {
+        let (at_ms, unix_ms) = self.now_ms();
+        self.shared.events.lock().push(FaultEvent {
+            fault: self.index,
+            action: action.into(),
+            at_ms,
+            unix_ms,
+            target: self.spec.target.clone(),
+            pids,
+            command,
+            error,
+        });
+        unix_ms
+    }
+
+    fn span(&self, start: Option<i64>, end: Option<i64>) {
+        let mut s = self.shared.spans.lock();
+        let slot = &mut s[self.index];
+        if start.is_some() {
+            slot.0 = start;
+        }
+        if end.is_some() {
+            slot.1 = end;
+        }
+    }
+
+    /// Wait `d`, or less when the cell ends first (`false` then).
+    async fn hold(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = self.end.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    async fn restart(&self) {
+        let Some(cmd) = &self.spec.restart else {
+            return;
+        };
+        let out = run_command(cmd, self.spec.command_timeout.0).await;
+        let error = (!out.ok()).then(|| {
+            if out.timed_out {
+                format!(
+                    "the restart command did not finish within {}",
+                    crate::scenario::Dur(self.spec.command_timeout.0)
+                )
+            } else {
+                format!("the restart command exited with {:?}", out.exit_code)
+            }
+        });
+        let t = self.log("restart", Vec::new(), Some(out), error);
+        self.span(None, Some(t));
+    }
+
+    async fn run(self) {
+        let at = self.rated_start + self.spec.at.0;
+        tokio::select! {
+            _ = self.end.cancelled() => {
+                self.log("skipped", Vec::new(), None, Some("the cell ended before the fault's time".into()));
+                return;
+            }
+            _ = tokio::time::sleep_until(at) => {}
+        }
+        let victim = self
+            .spec
+            .target
+            .as_deref()
+            .and_then(|t| Victim::parse(t).ok());
+        let timeout = self.spec.command_timeout.0;
+        match self.spec.kind {
+            FaultKind::Kill => {
+                let Some(v) = victim else { return };
+                let s = signal(&v, Signal::Kill, timeout).await;
+                let t = self.log("sigkill", s.pids, s.command, s.error);
+                self.span(Some(t), None);
+                if self.spec.restart.is_some() {
+                    // Down for `duration`, or until the cell ends: the victim is
+                    // brought back either way.
+                    self.hold(self.spec.duration.0).await;
+                    self.restart().await;
+                }
+            }
+            FaultKind::Restart => {
+                let (_, t) = self.now_ms();
+                self.span(Some(t), None);
+                self.restart().await;
+            }
+            FaultKind::Pause => {
+                let Some(v) = victim else { return };
+                let pids = match &v {
+                    Victim::Pid(_) | Victim::Process(_) => target::resolve(&v),
+                    _ => Vec::new(),
+                };
+                let stopped = match &v {
+                    Victim::Pid(_) | Victim::Process(_) => {
+                        // Registered before the signal, so a guard that fires in
+                        // between still continues them.
+                        self.shared.paused.lock().extend(&pids);
+                        signal_pids(&pids, Signal::Stop)
+                    }
+                    _ => signal(&v, Signal::Stop, timeout).await,
+                };
+                let t = self.log(
+                    "sigstop",
+                    stopped.pids.clone(),
+                    stopped.command,
+                    stopped.error,
+                );
+                self.span(Some(t), None);
+                self.hold(self.spec.duration.0).await;
+                let cont = match &v {
+                    Victim::Pid(_) | Victim::Process(_) => {
+                        let c = signal_pids(&pids, Signal::Cont);
+                        self.shared.paused.lock().retain(|p| !pids.contains(p));
+                        c
+                    }
+                    _ => signal(&v, Signal::Cont, timeout).await,
+                };
+                let t = self.log("sigcont", cont.pids, cont.command, cont.error);
+                self.span(None, Some(t));
+            }
+            FaultKind::Proxy => {
+                let (Some(p), Some(toxic)) = (&self.proxy, self.spec.params.toxic) else {
+                    return;
+                };
+                p.set(Active::of(toxic, &self.spec.params));
+                let t = self.log(
+                    &format!("toxic-on:{}", toxic.name()),
+                    Vec::new(),
+                    None,
+                    None,
+                );
+                self.span(Some(t), None);
+                self.hold(self.spec.duration.0).await;
+                p.set(Active::None);
+                let t = self.log(
+                    &format!("toxic-off:{}", toxic.name()),
+                    Vec::new(),
+                    None,
+                    None,
+                );
+                self.span(None, Some(t));
+            }
+        }
+    }
+}
+
+impl Faults {
+    /// The proxy the scenario asks for, in front of the system's address; the
+    /// adapter is then built with [`adapters::SystemOptions::routed_to`] its address.
+    pub async fn start_proxy(s: &Scenario) -> anyhow::Result<Option<Arc<Proxy>>> {
+        let Some(p) = &s.proxy else {
+            return Ok(None);
+        };
+        let upstream = if p.upstream.is_empty() {
+            s.options
+                .endpoint()
+                .map_err(|m| anyhow::anyhow!("proxy: {m}"))?
+        } else {
+            p.upstream.clone()
+        };
+        let addr = crate::scenario::faults::loopback_addr(&upstream)
+            .map_err(|m| anyhow::anyhow!("proxy.upstream: {m}"))?;
+        let proxy = Proxy::start(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("starting the proxy in front of {addr}: {e}"))?;
+        Ok(Some(Arc::new(proxy)))
+    }
+
+    /// Start the schedule against the rated window starting at `rated_start`.
+    pub fn start(
+        s: &Scenario,
+        proxy: Option<Arc<Proxy>>,
+        clock: Clock,
+        rated_start: Instant,
+    ) -> Faults {
+        let shared = Arc::new(Shared::default());
+        *shared.spans.lock() = vec![(None, None); s.faults.len()];
+        let end = CancellationToken::new();
+        let rated_start_unix_ms = clock.us_at(rated_start) / 1000;
+        let tasks = s
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(index, spec)| {
+                tokio::spawn(
+                    Ctx {
+                        spec: spec.clone(),
+                        index,
+                        shared: shared.clone(),
+                        end: end.clone(),
+                        proxy: proxy.clone(),
+                        clock,
+                        rated_start,
+                        rated_start_unix_ms,
+                    }
+                    .run(),
+                )
+            })
+            .collect();
+        Faults {
+            shared,
+            tasks,
+            end,
+            proxy,
+            rated_start_unix_ms,
+        }
+    }
+
+    /// End every fault (continue the paused, switch toxics off, restart the killed)
+    /// and return what happened. Every command has its own deadline, so this ends.
+    pub async fn finish(mut self) -> (Vec<FaultEvent>, Vec<Span>, Option<ProxyFigures>) {
+        self.end.cancel();
+        for t in std::mem::take(&mut self.tasks) {
+            let _ = t.await;
+        }
+        self.release();
+        let events = self.shared.events.lock().clone();
+        let spans = self
+            .shared
+            .spans
+            .lock()
+            .iter()
+            .map(|&(s, e)| Span {
+                start_unix_ms: s.unwrap_or(i64::MAX),
+                end_unix_ms: e,
+            })
+            .collect();
+        (events, spans, self.proxy.as_ref().map(|p| p.figures()))
+    }
+
+    /// Continue anything still paused and switch the proxy's toxic off (also on drop).
+    fn release(&self) {
+        let paused = std::mem::take(&mut *self.shared.paused.lock());
+        if !paused.is_empty() {
+            signal_pids(&paused, Signal::Cont);
+        }
+        if let Some(p) = &self.proxy {
+            p.set(Active::None);
+        }
+    }
+
+    pub fn rated_start_unix_ms(&self) -> i64 {
+        self.rated_start_unix_ms
+    }
+}
+
+impl Drop for Faults {
+    fn drop(&mut self) {
+        self.end.cancel();
+        self.release();
+    }
+}
+
+/// The spans as the record shows them (ms from the start of the rated window).
+pub fn spans_ms(spans: &[Span], rated_start_unix_ms: i64) -> Vec<SpanMs> {
+    spans
+        .iter()
+        .map(|s| SpanMs {
+            start_ms: (s.start_unix_ms != i64::MAX).then(|| s.start_unix_ms - rated_start_unix_ms),
+            end_ms: s.end_unix_ms.map(|e| e - rated_start_unix_ms),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(extra: &str) -> Scenario {
+        crate::scenario::parse(
+            &format!("name: t\nsystem: mem\nrate: 100\nproperties: 10\nduration: 10s\n{extra}"),
+            "t",
+            &[],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn loss_is_allowed_only_for_a_memory_tier_under_a_crash() {
+        let kill = "faults:\n  - {kind: kill, target: 'proc:some-broker', at: 2s}\n";
+        assert!(loss_allowed(&scenario(kill)).is_none());
+        assert!(loss_allowed(&scenario(&format!("durability: memory\n{kill}"))).is_some());
+        let pause = "durability: memory\nfaults:\n  - {kind: pause, target: 'proc:some-broker', at: 2s, duration: 1s}\n";
+        assert!(loss_allowed(&scenario(pause)).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_pause_is_continued_even_when_the_cell_ends_first() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("876543")
+            .spawn()
+            .unwrap();
+        let s = scenario(&format!(
+            "faults:\n  - {{kind: pause, target: 'pid:{}', at: 0s, duration: 1h}}\n",
+            child.id()
+        ));
+        let f = Faults::start(&s, None, Clock::anchor(), Instant::now());
+        // Wait for the SIGSTOP.
+        let stat = || std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+        let state = |st: String| {
+            st.rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let t0 = std::time::Instant::now();
+        while state(stat()) != "T" {
+            assert!(t0.elapsed() < Duration::from_secs(5), "never stopped");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let (events, spans, _) = f.finish().await;
+        assert_ne!(state(stat()), "T", "continued at the end of the cell");
+        let actions: Vec<&str> = events.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(actions, ["sigstop", "sigcont"]);
+        assert!(spans[0].end_unix_ms.is_some());
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_kill_runs_its_restart_and_records_the_exit_code() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("765432")
+            .spawn()
+            .unwrap();
+        let s = scenario(
+            "faults:\n  - {kind: kill, target: 'proc:sleep 765432', at: 0s, duration: 100ms, restart: 'exit 4'}\n",
+        );
+        let f = Faults::start(&s, None, Clock::anchor(), Instant::now());
+        let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+            .await
+            .unwrap();
+        assert!(!status.success());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let (events, spans, _) = f.finish().await;
+        assert_eq!(events[0].action, "sigkill");
+        assert_eq!(events[0].pids.len(), 1);
+        assert_eq!(events[1].action, "restart");
+        assert_eq!(events[1].command.as_ref().unwrap().exit_code, Some(4));
+        assert!(events[1].error.as_ref().unwrap().contains("exited with"));
+        assert!(spans[0].end_unix_ms.unwrap() >= spans[0].start_unix_ms);
+    }
+}
