@@ -33,6 +33,8 @@ done
 # Queen is the exception: no registry ships it, so its tests run only when
 # CROSSBENCH_QUEEN_URL points at a server (see compose/queen/README.md).
 export CI="${CI:-1}"
+# Incremental caches double the target directory and a CI clone never reuses them.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

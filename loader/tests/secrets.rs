@@ -5,6 +5,8 @@
 //! record (samples-remote.csv too: the pgmq cell pulls from a `crossbench sample`
 //! whose target carries the same DSN), both consoles and the report are scanned.
 //!
+//! Queen: its bearer token (`queen.token`), where a Queen server is given.
+//!
 //! Kafka: `KafkaOptions` has no field that can carry a credential (no SASL or TLS
 //! settings; tansu takes none, and the section refuses unknown keys), so there is no
 //! secret to leak; the test shows an attempt to pass one is refused (exit 2) without
@@ -269,6 +271,27 @@ fn a_rabbitmq_password_is_in_no_file_console_or_report() {
         "properties=20".into(),
     ]);
     run_and_scan("rabbitmq", "rabbit-smoke.yaml", &sets, &secret, None);
+}
+
+/// Queen's bearer token, through the same scan (files, both consoles, the report).
+/// Runs where a Queen server is given (`CROSSBENCH_QUEEN_URL`); CI cannot provision
+/// one, so without the variable it skips with a message, also under `CI`.
+#[cfg(feature = "queen")]
+#[test]
+fn a_queen_token_is_in_no_file_console_or_report() {
+    let Some(url) = support::queen_url("secrets_queen_token") else {
+        return;
+    };
+    let _one = serial();
+    let secret = make("qn");
+    let mut sets: Vec<String> = SHORT.iter().map(|s| s.to_string()).collect();
+    sets.extend([
+        format!("queen.url={url}"),
+        format!("queen.token={secret}"),
+        "rate=100".into(),
+        "properties=20".into(),
+    ]);
+    run_and_scan("queen", "queen-smoke.yaml", &sets, &secret, None);
 }
 
 /// The Kafka section has no field that can carry a credential: an attempt is bad

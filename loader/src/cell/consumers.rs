@@ -44,6 +44,9 @@ pub type ConsumerEnd = (String, Result<(), adapters::BrokerError>);
 
 /// Stop `consumers` (through `stage_stop`), close `logs`, stop the live progress.
 /// Returns the consumers' and the progress's errors, one line each.
+/// How long the consumers get to stop once told to.
+pub const WIND_DOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub async fn wind_down(
     stage_stop: &CancellationToken,
     mut consumers: JoinSet<ConsumerEnd>,
@@ -53,11 +56,26 @@ pub async fn wind_down(
 ) -> Result<Vec<String>> {
     stage_stop.cancel();
     let mut errors = Vec::new();
-    while let Some(r) = consumers.join_next().await {
-        match r {
-            Ok((_, Ok(()))) => {}
-            Ok((name, Err(e))) => errors.push(format!("{name}: {e}")),
-            Err(e) => errors.push(format!("consumer task: {e}")),
+    // A consumer stuck in its adapter (a receive that ignores cancellation on a hung
+    // connection) must not hang the cell: after the deadline the rest are aborted and
+    // named in the errors; their logs hold what they wrote.
+    let deadline = tokio::time::Instant::now() + WIND_DOWN_DEADLINE;
+    loop {
+        match tokio::time::timeout_at(deadline, consumers.join_next()).await {
+            Ok(None) => break,
+            Ok(Some(Ok((_, Ok(()))))) => {}
+            Ok(Some(Ok((name, Err(e))))) => errors.push(format!("{name}: {e}")),
+            Ok(Some(Err(e))) => errors.push(format!("consumer task: {e}")),
+            Err(_) => {
+                errors.push(format!(
+                    "{} consumer(s) still running {}s after the stop; aborted",
+                    consumers.len(),
+                    WIND_DOWN_DEADLINE.as_secs()
+                ));
+                consumers.abort_all();
+                while consumers.join_next().await.is_some() {}
+                break;
+            }
         }
     }
     logs.close().await.context("closing the stream logs")?;

@@ -17,15 +17,35 @@ pub enum DrainEnd {
     Grace,
     /// The deadline (`drain.max`) passed, or Ctrl-C during the drain.
     CutShort,
+    /// Nothing moved for the grace period while the system kept failing (publish or
+    /// consume errors during that time): it is down, so what it still holds can be
+    /// neither delivered nor called lost. The checker treats it as cut short.
+    Unreachable,
 }
 
 impl DrainEnd {
+    /// The record's name (`drain.outcome`).
     pub fn name(&self) -> &'static str {
         match self {
             DrainEnd::CaughtUp => "caught-up",
             DrainEnd::Grace => "grace",
             DrainEnd::CutShort => "cut-short",
+            DrainEnd::Unreachable => "unreachable",
         }
+    }
+
+    /// The checker's name (`drain=` of produced.meta): an unreachable system's tail
+    /// is in flight, not lost.
+    pub fn meta_name(&self) -> &'static str {
+        match self {
+            DrainEnd::Unreachable => "cut-short",
+            d => d.name(),
+        }
+    }
+
+    /// The drain did not finish its work (the load was not held).
+    pub fn cut_short(&self) -> bool {
+        matches!(self, DrainEnd::CutShort | DrainEnd::Unreachable)
     }
 }
 
@@ -57,8 +77,11 @@ pub fn abandon_at_deadline(
 
 /// Poll every 50 ms until `caught_up()` holds, `progress()` (a count that grows
 /// while consumers work) stood still for `grace`, or `max` passed since `started`.
-/// After a Ctrl-C (before the drain or during it) the drain goes on for at most
-/// `after_interrupt` more; when that deadline ends it, it was cut short.
+/// A grace that ran out while `errors()` (the system's failed answers) kept growing
+/// ends the drain `Unreachable`. After a Ctrl-C (before the drain or during it) the
+/// drain goes on for at most `after_interrupt` more; when that deadline ends it, it
+/// was cut short.
+#[allow(clippy::too_many_arguments)]
 pub async fn drain(
     started: Instant,
     grace: Duration,
@@ -67,8 +90,10 @@ pub async fn drain(
     after_interrupt: Duration,
     mut caught_up: impl FnMut() -> bool,
     mut progress: impl FnMut() -> u64,
+    mut errors: impl FnMut() -> u64,
 ) -> DrainEnd {
     let mut last_total = progress();
+    let mut errors_at_move = errors();
     let mut last_move = Instant::now();
     let mut deadline = started + max;
     let mut interrupted = false;
@@ -84,9 +109,14 @@ pub async fn drain(
         if total != last_total {
             last_total = total;
             last_move = Instant::now();
+            errors_at_move = errors();
         }
         if last_move.elapsed() >= grace {
-            return DrainEnd::Grace;
+            return if errors() > errors_at_move {
+                DrainEnd::Unreachable
+            } else {
+                DrainEnd::Grace
+            };
         }
         if Instant::now() >= deadline {
             return DrainEnd::CutShort;
@@ -112,6 +142,7 @@ mod tests {
             Duration::from_secs(10),
             || n.fetch_add(1, Ordering::Relaxed) >= 3,
             || 0,
+            || 0,
         )
         .await;
         assert_eq!(end, DrainEnd::CaughtUp);
@@ -123,9 +154,26 @@ mod tests {
             Duration::from_secs(10),
             || false,
             || 7,
+            || 0,
         )
         .await;
         assert_eq!(end, DrainEnd::Grace);
+        // Nothing moves and the system keeps failing: unreachable, not lost.
+        let errs = AtomicU64::new(0);
+        let end = drain(
+            Instant::now(),
+            Duration::from_millis(120),
+            Duration::from_secs(5),
+            &never,
+            Duration::from_secs(10),
+            || false,
+            || 7,
+            || errs.fetch_add(1, Ordering::Relaxed),
+        )
+        .await;
+        assert_eq!(end, DrainEnd::Unreachable);
+        assert_eq!(end.meta_name(), "cut-short");
+        assert!(end.cut_short());
         let moving = AtomicU64::new(0);
         let end = drain(
             Instant::now(),
@@ -135,6 +183,7 @@ mod tests {
             Duration::from_secs(10),
             || false,
             || moving.fetch_add(1, Ordering::Relaxed),
+            || 0,
         )
         .await;
         assert_eq!(end, DrainEnd::CutShort);
@@ -152,6 +201,7 @@ mod tests {
             Duration::from_millis(200),
             || false,
             || moving.fetch_add(1, Ordering::Relaxed),
+            || 0,
         )
         .await;
         assert_eq!(end, DrainEnd::CutShort, "Ctrl-C: a short bounded drain");

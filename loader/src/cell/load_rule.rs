@@ -18,6 +18,8 @@ pub struct LoadFacts {
     pub unit: &'static str,
     /// The drain ended at its deadline with messages still moving.
     pub drain_cut_short: bool,
+    /// The drain ended with the system failing every answer (down).
+    pub drain_unreachable: bool,
 }
 
 /// Judge the load.
@@ -42,7 +44,11 @@ pub fn verdict(rule: &HeldRule, f: &LoadFacts) -> LoadVerdict {
             f.shed, f.unit
         ));
     }
-    if f.drain_cut_short {
+    if f.drain_unreachable {
+        reasons.push(
+            "the drain ended with the system unreachable (nothing delivered, errors only): what it still held could not be delivered nor judged".into(),
+        );
+    } else if f.drain_cut_short {
         reasons.push("the drain was cut short at its deadline with messages still moving".into());
     }
     let held = reasons.is_empty();
@@ -67,6 +73,7 @@ mod tests {
             shed: 0,
             unit: "events",
             drain_cut_short: false,
+            drain_unreachable: false,
         }
     }
 

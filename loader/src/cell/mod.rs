@@ -146,6 +146,7 @@ pub async fn run<W: Workload>(
         .map(|_| Arc::new(StreamCounters::default()))
         .collect();
     let handlers = workload.attach(&env, &logs, &counters);
+    let tally = workload.tally();
     let consumers = crate::cell::consumers::start(&broker, &specs, handlers, &counters, &env.stop);
 
     // Live progress.
@@ -188,7 +189,7 @@ pub async fn run<W: Workload>(
         .then(|| Faults::start(s, proxy.clone(), clock, start + warm));
     let timeline_stop = CancellationToken::new();
     let timeline = (!s.faults.is_empty()).then(|| {
-        crate::cell::faults::timeline::record(workload.tally(), clock, timeline_stop.clone())
+        crate::cell::faults::timeline::record(tally.clone(), clock, timeline_stop.clone())
     });
     let mut deliveries_at_start = 0;
     let edges = crate::cell::rated::run_window(start, warm, rated, interrupt, || {
@@ -209,16 +210,24 @@ pub async fn run<W: Workload>(
         }
     }
 
-    // Drain: until every consumer has processed what was acknowledged, or nothing
-    // moved for the grace, or the deadline. Publishers may retry until the deadline,
-    // then give up (counted failed).
+    // Drain: until the producers are done and every consumer has processed what was
+    // acknowledged, or nothing moved (no publish, no delivery) for the grace, or the
+    // deadline. Publishers retry meanwhile, and give up when the drain ends (counted
+    // failed or indeterminate).
     phase.set(Phase::Drain);
     let drain_start = Instant::now();
     let drain_max = s.drain.max.0;
     abandon_at_deadline(&env.abandon, drain_max, interrupt, opts.interrupt_drain);
-    for p in producers {
-        p.finish().await;
-    }
+    let producers_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let finishing = {
+        let done = producers_done.clone();
+        tokio::spawn(async move {
+            for p in producers {
+                p.finish().await;
+            }
+            done.store(true, std::sync::atomic::Ordering::Release);
+        })
+    };
     let grace = crate::cell::drain::grace(s.drain.grace.map(|d| d.0), description.lease_ms);
     let drain_end = drain(
         drain_start,
@@ -226,10 +235,29 @@ pub async fn run<W: Workload>(
         drain_max,
         interrupt,
         opts.interrupt_drain,
-        || workload.caught_up(),
-        || workload.deliveries(),
+        || producers_done.load(std::sync::atomic::Ordering::Acquire) && workload.caught_up(),
+        || workload.deliveries() + (tally.published)(),
+        || {
+            // The system's failed answers: the consumers' and the publishers'.
+            let consume: u64 = counters
+                .iter()
+                .map(|c| c.receive_errors.get() + c.ack_errors.get() + c.reconnects.get())
+                .sum();
+            consume + (tally.errors)()
+        },
     )
     .await;
+    // Whatever a producer still holds is given up now (attempts in flight are cut
+    // off and counted indeterminate).
+    env.abandon.cancel();
+    // Cut-off attempts end at once; a deadline all the same, so no adapter can hang
+    // the cell here.
+    match tokio::time::timeout(std::time::Duration::from_secs(30), finishing).await {
+        Ok(r) => r.context("the producers' task")?,
+        Err(_) => {
+            say("warning: the producers did not finish 30 s after the drain; left behind".into())
+        }
+    }
     let drain_sec = drain_start.elapsed().as_secs_f64();
     say(format!(
         "drain: {} after {:.1}s",
@@ -255,11 +283,21 @@ pub async fn run<W: Workload>(
     // An adapter's counters may ask the system (a shell-out): off the runtime.
     let broker_stats = {
         let b = broker.clone();
-        tokio::task::spawn_blocking(move || b.counters())
-            .await
-            .context("reading the adapter's counters")?
+        let read = tokio::task::spawn_blocking(move || b.counters());
+        match tokio::time::timeout(std::time::Duration::from_secs(30), read).await {
+            Ok(r) => r.context("reading the adapter's counters")?,
+            Err(_) => {
+                say("warning: the adapter's counters did not answer in 30 s; none recorded".into());
+                Default::default()
+            }
+        }
     };
-    let _ = broker.close().await;
+    if tokio::time::timeout(std::time::Duration::from_secs(15), broker.close())
+        .await
+        .is_err()
+    {
+        say("warning: closing the adapter took over 15 s; left behind".into());
+    }
     if let Some(p) = &proxy {
         p.close();
     }
@@ -349,7 +387,8 @@ pub async fn run<W: Workload>(
             failed: load.failed,
             shed: load.shed_backpressure,
             unit: load.unit,
-            drain_cut_short: drain_end == crate::cell::drain::DrainEnd::CutShort,
+            drain_cut_short: drain_end.cut_short(),
+            drain_unreachable: drain_end == crate::cell::drain::DrainEnd::Unreachable,
         },
     );
     let outcome = if interrupt.is_cancelled() {

@@ -28,6 +28,9 @@ pub fn build_via(
     Ok(routed.build(ctx)?)
 }
 
+/// How long building the topology may take before the cell gives up.
+pub const SETUP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// Build the topology on the system. A refusal of the topology is the cell's result,
 /// not an error: it comes back as `Ok(Err(refusal))`; any other failure is an error.
 pub async fn setup(
@@ -36,7 +39,18 @@ pub async fn setup(
     topology: &adapters::Topology,
 ) -> anyhow::Result<Result<adapters::Description, Refusal>> {
     use anyhow::Context;
-    match broker.setup(topology).await {
+    // Generous (a topology of a million partitions takes minutes on some systems), but
+    // a deadline all the same: no system state can hang a run here.
+    let setup = tokio::time::timeout(SETUP_DEADLINE, broker.setup(topology))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "setting up {}: no answer within {} s (is the system up and reachable?)",
+                s.system.name(),
+                SETUP_DEADLINE.as_secs()
+            )
+        })?;
+    match setup {
         Ok(d) => Ok(Ok(d)),
         Err(adapters::BrokerError::TopologyRefused { what, answer }) => {
             Ok(Err(Refusal { what, answer }))

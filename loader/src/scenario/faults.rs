@@ -121,6 +121,9 @@ pub enum Victim {
     /// its ancestors), with their descendants.
     Process(String),
     Pid(u32),
+    /// The pid written in a file, read when the fault strikes (a server's pid file:
+    /// its pid changes with every restart).
+    PidFile(String),
     /// A systemd unit (`systemctl kill --signal=…`).
     Unit(String),
     /// A container (`docker kill --signal=…`, `docker pause` / `unpause`).
@@ -129,7 +132,7 @@ pub enum Victim {
 
 impl Victim {
     pub const FORMS: &'static str =
-        "proc:<cmdline pattern>, pid:<n>, unit:<systemd unit>, container:<name>";
+        "proc:<cmdline pattern>, pid:<n>, pidfile:<path>, unit:<systemd unit>, container:<name>";
 
     pub fn parse(s: &str) -> Result<Victim, String> {
         let (kind, rest) = s
@@ -156,6 +159,7 @@ impl Victim {
                 }
                 Victim::Pid(pid)
             }
+            "pidfile" => Victim::PidFile(rest.to_string()),
             "unit" => Victim::Unit(rest.to_string()),
             "container" => Victim::Container(rest.to_string()),
             _ => return Err(format!("{s:?} is not one of {}", Victim::FORMS)),
@@ -168,6 +172,7 @@ impl std::fmt::Display for Victim {
         match self {
             Victim::Process(p) => write!(f, "proc:{p}"),
             Victim::Pid(p) => write!(f, "pid:{p}"),
+            Victim::PidFile(p) => write!(f, "pidfile:{p}"),
             Victim::Unit(u) => write!(f, "unit:{u}"),
             Victim::Container(c) => write!(f, "container:{c}"),
         }

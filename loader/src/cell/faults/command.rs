@@ -59,15 +59,35 @@ pub async fn run_command(command: &str, timeout: Duration) -> CommandOutcome {
         Ok(c) => c,
         Err(e) => return done(None, false, format!("cannot start sh: {e}").as_bytes()),
     };
+    // The output is read alongside; the command is over when the shell exits (a
+    // daemon it started may keep the pipe open: its output is not waited for).
     let mut out = child.stdout.take();
-    let mut buf = Vec::new();
-    let read = async {
+    let (tx, rx) = tokio::sync::watch::channel(Vec::<u8>::new());
+    let reader = tokio::spawn(async move {
+        let mut chunk = [0u8; 4096];
         if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut buf).await;
+            while let Ok(n) = o.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                tx.send_modify(|b| {
+                    b.extend_from_slice(&chunk[..n]);
+                    if b.len() > 4 * TAIL {
+                        b.drain(..b.len() - TAIL);
+                    }
+                });
+            }
         }
-        child.wait().await
-    };
-    match tokio::time::timeout(timeout, read).await {
+    });
+    let status = tokio::time::timeout(timeout, child.wait()).await;
+    // What the shell wrote before it exited, and a moment more.
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        let mut r = reader;
+        let _ = (&mut r).await;
+    })
+    .await;
+    let buf = rx.borrow().clone();
+    match status {
         Ok(Ok(status)) => done(status.code(), false, &buf),
         Ok(Err(e)) => done(None, false, format!("wait: {e}").as_bytes()),
         Err(_) => {
@@ -100,5 +120,14 @@ mod tests {
         let t = run_command("sleep 30", Duration::from_millis(200)).await;
         assert!(t.timed_out && t.exit_code.is_none(), "{t:?}");
         assert!(t.millis < 5000, "{t:?}");
+        // A command that starts a daemon holding the output pipe is over when the
+        // shell exits.
+        let d = run_command("echo started; sleep 30 &", Duration::from_secs(10)).await;
+        assert_eq!(d.exit_code, Some(0), "{d:?}");
+        assert!(d.millis < 3000, "{d:?}");
+        assert!(d.output_tail.contains("started"), "{d:?}");
+        let _ = std::process::Command::new("pkill")
+            .args(["-f", "^sleep 30$"])
+            .status();
     }
 }

@@ -240,12 +240,14 @@ impl Ctx {
             }
             FaultKind::Pause => {
                 let Some(v) = victim else { return };
-                let pids = match &v {
-                    Victim::Pid(_) | Victim::Process(_) => target::resolve(&v),
-                    _ => Vec::new(),
+                let local = matches!(v, Victim::Pid(_) | Victim::PidFile(_) | Victim::Process(_));
+                let pids = if local {
+                    target::resolve(&v)
+                } else {
+                    Vec::new()
                 };
                 let stopped = match &v {
-                    Victim::Pid(_) | Victim::Process(_) => {
+                    _ if local => {
                         // Registered before the signal, so a guard that fires in
                         // between still continues them.
                         self.shared.paused.lock().extend(&pids);
@@ -262,7 +264,7 @@ impl Ctx {
                 self.span(Some(t), None);
                 self.hold(self.spec.duration.0).await;
                 let cont = match &v {
-                    Victim::Pid(_) | Victim::Process(_) => {
+                    _ if local => {
                         let c = signal_pids(&pids, Signal::Cont);
                         self.shared.paused.lock().retain(|p| !pids.contains(p));
                         c

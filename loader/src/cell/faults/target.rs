@@ -102,6 +102,12 @@ pub fn resolve(victim: &Victim) -> Vec<u32> {
     let safe = protected(&table);
     let roots: Vec<u32> = match victim {
         Victim::Pid(p) => vec![*p],
+        Victim::PidFile(path) => std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|p| *p > 1)
+            .into_iter()
+            .collect(),
         Victim::Process(pattern) => table
             .iter()
             .filter(|(pid, (_, cmd))| {
@@ -149,7 +155,7 @@ pub async fn signal(victim: &Victim, sig: Signal, timeout: Duration) -> Signalle
                 ..Default::default()
             }
         }
-        Victim::Pid(_) | Victim::Process(_) => {
+        Victim::Pid(_) | Victim::PidFile(_) | Victim::Process(_) => {
             let pids = resolve(victim);
             signal_pids(&pids, sig)
         }

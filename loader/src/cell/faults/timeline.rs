@@ -35,6 +35,8 @@ pub const RECOVERED_HOLD_S: usize = 5;
 pub struct Tally {
     pub published: Arc<dyn Fn() -> u64 + Send + Sync>,
     pub delivered: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// Failed publish attempts (every class).
+    pub errors: Arc<dyn Fn() -> u64 + Send + Sync>,
 }
 
 impl std::fmt::Debug for Tally {

@@ -297,8 +297,12 @@ impl Workload for Pipeline {
             return Ok(started.elapsed().as_secs_f64());
         }
         for (flow, spec) in Flow::ALL.into_iter().zip(self.flow_specs()) {
-            producer::hydrate(&spec, &self.producer_env(env, flow), 96)
+            let penv = self.producer_env(env, flow);
+            let hydrate = producer::hydrate(&spec, &penv, 96);
+            tokio::time::timeout(Duration::from_secs(600), hydrate)
                 .await
+                .map_err(|_| anyhow::anyhow!("no answer within 600 s"))
+                .and_then(|r| r.map_err(anyhow::Error::new))
                 .with_context(|| format!("hydrating flow {}", flow.name()))?;
         }
         let want = self.defs.len() as u64 * self.s.properties;
@@ -356,7 +360,7 @@ impl Workload for Pipeline {
             properties: self.s.properties,
             rate: self.s.rate,
             base: if self.s.hydrate { 0 } else { 1 },
-            drain: drain.name(),
+            drain: drain.meta_name(),
             delivery,
             invariants: &self.plan.invariants,
             streams: self
@@ -426,8 +430,15 @@ impl Workload for Pipeline {
 
     fn tally(&self) -> crate::cell::faults::timeline::Tally {
         let flows = self.flows.clone();
+        let flows2 = self.flows.clone();
         let stages = self.stages.clone();
         crate::cell::faults::timeline::Tally {
+            errors: std::sync::Arc::new(move || {
+                flows2
+                    .iter()
+                    .flat_map(|f| f.publish_errors.iter().map(|c| c.get()))
+                    .sum()
+            }),
             published: std::sync::Arc::new(move || flows.iter().map(|f| f.published.get()).sum()),
             delivered: std::sync::Arc::new(move || {
                 stages.iter().map(|st| st.counters.processed.get()).sum()

@@ -301,8 +301,10 @@ impl Workload for Stream {
 
     fn tally(&self) -> crate::cell::faults::timeline::Tally {
         let flow = self.flow.clone();
+        let flow2 = self.flow.clone();
         let counters: Vec<_> = self.sinks.iter().map(|s| s.counters.clone()).collect();
         crate::cell::faults::timeline::Tally {
+            errors: Arc::new(move || flow2.publish_errors.iter().map(|c| c.get()).sum()),
             published: Arc::new(move || flow.published.get()),
             delivered: Arc::new(move || counters.iter().map(|c| c.popped.get()).sum()),
         }
@@ -319,7 +321,7 @@ impl Workload for Stream {
             system: self.s.system.name(),
             partitions: self.shape.space,
             rate: self.s.rate,
-            drain: drain.name(),
+            drain: drain.meta_name(),
             delivery,
             streams: self
                 .groups

@@ -1,0 +1,370 @@
+//! Faults on real brokers, each on a victim the test started itself (a PostgreSQL
+//! cluster, a RabbitMQ node, a tansu of its own: support/victims.rs), never on the
+//! machine's shared services. Each cell must end with a verdict (no hang), say
+//! whether it held its load, and count what the fault did: lost acknowledged writes,
+//! unavailability, time to recover, reconnects.
+//!
+//! Under `CI` a victim that cannot be made fails its test; by hand it skips.
+
+mod support;
+
+use serde_json::Value;
+use support::victims::{need, PgCluster, RabbitNode, Tansu};
+use support::{run_raw, scenario, u};
+
+/// Run a cell, returning (exit code, result.json, console text, dir holder).
+fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (code, text, tmp) = run_raw(&scenario(scn), &support::relaxed(&sets));
+    let path = tmp.path().join("cell/result.json");
+    let r: Value = match std::fs::read_to_string(&path) {
+        Ok(t) => serde_json::from_str(&t).unwrap(),
+        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
+    };
+    keep(&tmp, &r);
+    (code, r, text, tmp)
+}
+
+/// To read a record after the test: `CROSSBENCH_TEST_KEEP=<dir>` keeps a copy.
+fn keep(tmp: &tempfile::TempDir, r: &Value) {
+    if let Ok(keep) = std::env::var("CROSSBENCH_TEST_KEEP") {
+        let to = std::path::Path::new(&keep).join(r["name"].as_str().unwrap_or("cell"));
+        let _ = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(tmp.path().join("cell"))
+            .arg(&to)
+            .status();
+        eprintln!("record kept in {}", to.display());
+    }
+}
+
+/// [`cell`] through the `crossbench` binary: for what only a process of its own shows
+/// (its peak RSS is the loader's, not that of a test process that ran other cells).
+fn cell_binary(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let mut c = support::binary();
+    c.arg("run")
+        .arg(scenario(scn))
+        .arg("--out")
+        .arg(&out)
+        .arg("-q");
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    for s in support::relaxed(&sets) {
+        c.args(["--set", s]);
+    }
+    let o = c.output().expect("running crossbench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let code = o.status.code().unwrap_or(-1);
+    let r: Value = match std::fs::read_to_string(out.join("result.json")) {
+        Ok(t) => serde_json::from_str(&t).unwrap(),
+        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
+    };
+    keep(&tmp, &r);
+    (code, r, text, tmp)
+}
+
+fn totals(r: &Value) -> &Value {
+    &r["verdict"]["totals"]
+}
+
+fn faults(r: &Value) -> &Value {
+    &r["faults"]
+}
+
+/// The figures a failed assertion shows.
+fn show(r: &Value) -> String {
+    format!(
+        "outcome={} load={} drain={} totals={} faults={} warnings={}",
+        r["outcome"], r["load"], r["drain"], r["verdict"]["totals"], r["faults"], r["warnings"]
+    )
+}
+
+/// RabbitMQ killed 20 s into a 40 s sparse cell and never back: the cell ends (no
+/// hang), the record is complete, nothing acknowledged is called lost (what the dead
+/// node holds is in flight), the load is NOT-HELD with its reason and a non-zero
+/// exit, and the loader's memory stays bounded.
+#[test]
+fn rabbit_outage_for_the_rest_of_the_cell_is_not_held_and_bounded() {
+    let _g = support::serial();
+    let Some(node) = need("a RabbitMQ node of the test's own", RabbitNode::start(5682)) else {
+        return;
+    };
+    let (code, r, text, _tmp) = cell_binary(
+        "rabbit-sparse.yaml",
+        &[
+            format!("rabbitmq.url={}", node.url()),
+            "duration=40s".into(),
+            "drain.max=30s".into(),
+            format!(
+                "faults=[{{kind: kill, target: '{}', at: 20s}}]",
+                node.target()
+            ),
+        ],
+    );
+    let t = totals(&r);
+    assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));
+    assert_eq!(r["load"]["verdict"], "NOT-HELD", "{}", show(&r));
+    let reasons = r["load"]["reasons"].to_string();
+    assert!(reasons.contains("served"), "{reasons}");
+    assert!(reasons.contains("unreachable"), "{reasons}");
+    assert_ne!(code, 0, "{text}");
+    let events = faults(&r)["events"].as_array().unwrap();
+    assert_eq!(events[0]["action"], "sigkill", "{}", show(&r));
+    assert!(!events[0]["pids"].as_array().unwrap().is_empty());
+    let rss = u(&r["loader"]["peak_rss_bytes"]);
+    eprintln!(
+        "outage: peak RSS {} MiB, failed {} (indeterminate {}), unavailability {}",
+        rss >> 20,
+        faults(&r)["figures"]["failed"],
+        faults(&r)["figures"]["failed_indeterminate"],
+        faults(&r)["figures"]["unavailability_ms"]
+    );
+    assert!(rss <= 512 << 20, "peak RSS {} MiB > 512 MiB", rss >> 20);
+    // The unavailability is the rest of the rated window (20 s), within two seconds:
+    // consumers still process what they had prefetched when the node died.
+    let un = &faults(&r)["figures"]["unavailability_ms"];
+    assert!(u(&un["delivery_ms"]) >= 18_000, "{un}");
+    assert!(u(&un["publish_ms"]) >= 19_000, "{un}");
+}
+
+/// PostgreSQL restarted mid-run (`pg_ctlcluster … restart`) under pgmq: a verdict,
+/// no acknowledged write lost (synchronous_commit on), unavailability and time to
+/// recover reported, and the adapter reconnected.
+#[test]
+fn pgmq_survives_a_postgres_restart() {
+    let _g = support::serial();
+    let Some(pg) = need(
+        "a PostgreSQL cluster of the test's own",
+        PgCluster::start(5439),
+    ) else {
+        return;
+    };
+    let (code, r, text, _tmp) = cell(
+        "pgmq-smoke.yaml",
+        &[
+            format!("pgmq.dsn={}", pg.dsn()),
+            "duration=30s".into(),
+            "held.exploratory=true".into(),
+            format!(
+                "faults=[{{kind: restart, at: 8s, restart: '{}'}}]",
+                pg.restart_command()
+            ),
+        ],
+    );
+    let t = totals(&r);
+    assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));
+    assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));
+    let f = &faults(&r)["figures"];
+    let ev = faults(&r)["events"].as_array().unwrap();
+    assert_eq!(ev[0]["action"], "restart", "{}", show(&r));
+    assert_eq!(ev[0]["command"]["exit_code"], 0, "{}", show(&r));
+    assert!(
+        u(&f["reconnects"]) > 0 || u(&f["receive_errors"]) > 0,
+        "{}",
+        show(&r)
+    );
+    assert!(u(&f["unavailability_ms"]["delivery_ms"]) > 0, "{f}");
+    eprintln!(
+        "pgmq restart: outcome {} load {} unavailability {} recovery {} duplicates {}",
+        r["outcome"], r["load"]["verdict"], f["unavailability_ms"], f["recovery"], t["duplicates"]
+    );
+    assert!(
+        f["recovery"][0]["time_to_recover_ms"].is_u64() || f["recovery"][0]["note"].is_string(),
+        "{f}"
+    );
+    assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
+    assert!(pg.ready(), "the cluster is back");
+}
+
+/// The RabbitMQ node restarted mid-run, quorum queues then classic queues with
+/// persistent messages and confirms: no acknowledged write lost for quorum queues;
+/// what classic queues do is recorded; duplicates are counted and allowed.
+#[test]
+fn rabbit_node_restart_quorum_and_classic() {
+    let _g = support::serial();
+    let Some(node) = need("a RabbitMQ node of the test's own", RabbitNode::start(5683)) else {
+        return;
+    };
+    for queue_type in ["quorum", "classic"] {
+        let (code, r, text, _tmp) = cell(
+            "rabbit-sparse.yaml",
+            &[
+                format!("rabbitmq.url={}", node.url()),
+                format!("rabbitmq.queue_type={queue_type}"),
+                "properties=20".into(),
+                "rate=200".into(),
+                "duration=30s".into(),
+                "accept=at-least-once".into(),
+                "held.exploratory=true".into(),
+                "drain.max=60s".into(),
+                format!(
+                    "faults=[{{kind: restart, at: 8s, restart: \"{}\"}}]",
+                    node.restart_command()
+                ),
+            ],
+        );
+        let t = totals(&r);
+        let f = &faults(&r)["figures"];
+        eprintln!(
+            "rabbit {queue_type} restart: outcome {} lost_acked {} duplicates {} recovered {} unseen {} unavailability {} recovery {}",
+            r["outcome"], t["lost_acked"], t["duplicates"], t["recovered"], t["unseen_at_end"],
+            f["unavailability_ms"], f["recovery"]
+        );
+        let ev = faults(&r)["events"].as_array().unwrap();
+        assert_eq!(ev[0]["command"]["exit_code"], 0, "{}", show(&r));
+        if queue_type == "quorum" {
+            assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));
+        }
+        assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));
+        assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
+        node.wait_up(std::time::Duration::from_secs(60)).unwrap();
+    }
+}
+
+/// tansu SIGKILLed mid-run and restarted: the cell ends with a verdict; whatever
+/// tansu lost is reported as the system's loss (lost_acked with its note), never as
+/// a harness failure.
+#[test]
+fn tansu_killed_and_restarted() {
+    let _g = support::serial();
+    let Some(tansu) = need("a tansu of the test's own", Tansu::start(9093)) else {
+        return;
+    };
+    if !cfg!(feature = "kafka") {
+        eprintln!("SKIP: built without the kafka feature");
+        return;
+    }
+    let (code, r, text, _tmp) = cell(
+        "kafka-smoke.yaml",
+        &[
+            format!("kafka.bootstrap_servers={}", tansu.bootstrap()),
+            "kafka.log_dir=".into(),
+            "duration=30s".into(),
+            "held.exploratory=true".into(),
+            "accept=at-least-once".into(),
+            format!(
+                "faults=[{{kind: kill, target: 'proc:{}', at: 8s, duration: 3s, restart: \"{}\"}}]",
+                tansu.process_pattern(),
+                tansu.restart_command()
+            ),
+        ],
+    );
+    let t = totals(&r);
+    let f = &faults(&r)["figures"];
+    eprintln!(
+        "tansu kill: outcome {} lost_acked {} duplicates {} unavailability {} recovery {} reasons {}",
+        r["outcome"], t["lost_acked"], t["duplicates"], f["unavailability_ms"], f["recovery"],
+        r["verdict"]["reasons"]
+    );
+    let ev = faults(&r)["events"].as_array().unwrap();
+    assert_eq!(ev[0]["action"], "sigkill");
+    assert_eq!(ev[1]["action"], "restart");
+    assert_eq!(ev[1]["command"]["exit_code"], 0, "{}", show(&r));
+    if u(&t["lost_acked"]) > 0 {
+        // A loss is tansu's, and the record says so.
+        assert!(
+            r["verdict"]["reasons"]
+                .to_string()
+                .contains("finding about the system"),
+            "{}",
+            show(&r)
+        );
+    }
+    assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
+}
+
+/// PostgreSQL paused (SIGSTOP) for 5 s: about 5 s without deliveries, then recovery,
+/// nothing lost.
+#[test]
+fn a_five_second_pause_is_five_seconds_unavailable() {
+    let _g = support::serial();
+    let Some(pg) = need(
+        "a PostgreSQL cluster of the test's own",
+        PgCluster::start(5439),
+    ) else {
+        return;
+    };
+    let (code, r, text, _tmp) = cell(
+        "pgmq-smoke.yaml",
+        &[
+            format!("pgmq.dsn={}", pg.dsn()),
+            "duration=25s".into(),
+            "held.exploratory=true".into(),
+            format!(
+                "faults=[{{kind: pause, target: 'proc:{}', at: 8s, duration: 5s}}]",
+                pg.process_pattern()
+            ),
+        ],
+    );
+    let t = totals(&r);
+    let f = &faults(&r)["figures"];
+    eprintln!(
+        "pause 5s: outcome {} unavailability {} recovery {}",
+        r["outcome"], f["unavailability_ms"], f["recovery"]
+    );
+    assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));
+    let un = u(&f["unavailability_ms"]["delivery_ms"]);
+    assert!(
+        (4_500..=7_000).contains(&un),
+        "unavailability {un} ms; {}",
+        show(&r)
+    );
+    let ev = faults(&r)["events"].as_array().unwrap();
+    assert_eq!(ev[0]["action"], "sigstop");
+    assert_eq!(ev[1]["action"], "sigcont");
+    assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
+    assert_eq!(r["outcome"], "PASS", "{}", show(&r));
+}
+
+/// The proxy between pgmq and PostgreSQL: every connection reset, then a 3 s
+/// blackhole; the adapter reconnects and the verdict is right (no loss).
+#[test]
+fn proxy_reset_and_blackhole_under_pgmq() {
+    let _g = support::serial();
+    let Some(pg) = need(
+        "a PostgreSQL cluster of the test's own",
+        PgCluster::start(5439),
+    ) else {
+        return;
+    };
+    let (code, r, text, _tmp) = cell(
+        "pgmq-smoke.yaml",
+        &[
+            format!("pgmq.dsn={}", pg.dsn()),
+            "duration=25s".into(),
+            "held.exploratory=true".into(),
+            // A reset cuts acknowledgements in flight: the rows come back after their
+            // visibility timeout, duplicates that at-least-once allows (and counts).
+            "accept=at-least-once".into(),
+            "proxy={}".into(),
+            "faults=[{kind: proxy, at: 6s, duration: 1s, params: {toxic: reset}}, {kind: proxy, at: 12s, duration: 3s, params: {toxic: blackhole}}]".into(),
+        ],
+    );
+    let t = totals(&r);
+    let fr = faults(&r);
+    eprintln!(
+        "proxy: outcome {} proxy {} figures {}",
+        r["outcome"], fr["proxy"], fr["figures"]
+    );
+    assert!(u(&fr["proxy"]["resets"]) > 0, "{}", show(&r));
+    assert!(
+        u(&fr["proxy"]["connections"]) > u(&fr["proxy"]["resets"]) / 2,
+        "{}",
+        show(&r)
+    );
+    assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));
+    assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));
+    assert!(
+        u(&fr["figures"]["unavailability_ms"]["delivery_ms"]) >= 2_500,
+        "{}",
+        show(&r)
+    );
+    eprintln!("proxy: duplicates {} (allowed, counted)", t["duplicates"]);
+    assert_eq!(r["outcome"], "PASS", "{}", show(&r));
+    assert_eq!(code, 0, "exploratory load, PASS: exit 0\n{text}");
+}
