@@ -137,6 +137,31 @@ struct PubState {
     channels: Vec<Option<Channel>>,
 }
 
+/// After a failed connect, no new attempt before `retry_at` (50 ms doubling to 1 s):
+/// callers get the last failure at once. Without it every publish retry and consumer
+/// of a dead node opened a connection of its own, about a thousand a second, and
+/// each failed attempt left memory behind in the client: the loader grew by 12 MB/s
+/// while RabbitMQ was down (loader/tests/faults_real.rs, docs/reliability.md).
+#[derive(Debug)]
+struct ConnectGate {
+    retry_at: Option<std::time::Instant>,
+    backoff: Duration,
+    last: String,
+}
+
+const CONNECT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+const CONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+impl Default for ConnectGate {
+    fn default() -> Self {
+        ConnectGate {
+            retry_at: None,
+            backoff: CONNECT_BACKOFF_MIN,
+            last: String::new(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     opts: RabbitOptions,
@@ -145,6 +170,7 @@ struct Inner {
     layout: RwLock<Option<Arc<Layout>>>,
     publisher: Mutex<PubState>,
     pub_reconnect: tokio::sync::Mutex<()>,
+    connect_gate: Mutex<ConnectGate>,
     slots: RwLock<Vec<Arc<ConnSlot>>>,
     next_slot: AtomicUsize,
     stats: Stats,
@@ -173,6 +199,7 @@ impl RabbitBroker {
                 layout: RwLock::new(None),
                 publisher: Mutex::new(PubState::default()),
                 pub_reconnect: tokio::sync::Mutex::new(()),
+                connect_gate: Mutex::new(ConnectGate::default()),
                 slots: RwLock::new(Vec::new()),
                 next_slot: AtomicUsize::new(0),
                 stats: Stats::default(),
@@ -232,19 +259,49 @@ impl Inner {
     }
 
     async fn connect(&self, name: &str) -> Result<Connection, BrokerError> {
+        {
+            let g = self.connect_gate.lock();
+            if let Some(at) = g.retry_at {
+                let now = std::time::Instant::now();
+                if now < at {
+                    let wait = at - now;
+                    let last = g.last.clone();
+                    drop(g);
+                    return Err(self.err_conn(format!(
+                        "{last} (next connect attempt in {} ms)",
+                        wait.as_millis()
+                    )));
+                }
+            }
+        }
         let props = ConnectionProperties::default()
             .with_connection_name(LongString::from(format!("crossbench-{name}")));
-        match tokio::time::timeout(OP_TIMEOUT, Connection::connect(&self.opts.url, props)).await {
-            Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(self.err_conn(format!(
+        let failure = match tokio::time::timeout(
+            OP_TIMEOUT,
+            Connection::connect(&self.opts.url, props),
+        )
+        .await
+        {
+            Ok(Ok(c)) => {
+                *self.connect_gate.lock() = ConnectGate::default();
+                return Ok(c);
+            }
+            Ok(Err(e)) => format!(
                 "cannot connect to {}: {e} (is RabbitMQ running? scripts/provision/rabbitmq.sh)",
                 self.opts.url
-            ))),
-            Err(_) => Err(self.err_conn(format!(
+            ),
+            Err(_) => format!(
                 "connecting to {} timed out after {OP_TIMEOUT:?}",
                 self.opts.url
-            ))),
+            ),
+        };
+        {
+            let mut g = self.connect_gate.lock();
+            g.retry_at = Some(std::time::Instant::now() + g.backoff);
+            g.backoff = (g.backoff * 2).min(CONNECT_BACKOFF_MAX);
+            g.last = self.redact(&failure);
         }
+        Err(self.err_conn(failure))
     }
 
     fn layout(&self) -> Result<Arc<Layout>, BrokerError> {

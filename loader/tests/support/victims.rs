@@ -357,7 +357,7 @@ impl Tansu {
     /// Start it and wait until it listens.
     pub fn restart_command(&self) -> String {
         format!(
-            "{} for i in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/{p}) 2>/dev/null && exit 0; sleep 0.2; done; exit 1",
+            "{} for i in $(seq 1 100); do bash -c 'exec 3<>/dev/tcp/127.0.0.1/{p}' 2>/dev/null && exit 0; sleep 0.2; done; exit 1",
             self.start_command(),
             p = self.port
         )
