@@ -10,7 +10,18 @@
 //! `linger.ms=5`, then one consumer-group member reading all N back from the beginning
 //! (the adapter: its per-partition dispatch with a no-op handler and coalesced commits;
 //! kcat: `-G` with auto-commit). Both consume times include the group join.
+//!
+//! In CI (the README's test command), `kafka_raw_ratio_has_not_collapsed` runs one
+//! smaller pair ([`N_FLOOR`] records) against the bare client the adapter is built on
+//! (rdkafka's `FutureProducer` with the adapter's producer settings, and a
+//! `StreamConsumer` with auto-commit) on the provisioned tansu, and asserts the
+//! produce+consume ratio stays above [`FLOOR`]: far below the target (0.9) and below
+//! what a debug build on a loaded machine gives, it catches a collapse (0.06 was once
+//! seen), not noise. Needs a Kafka-protocol broker on 127.0.0.1:9092
+//! (scripts/provision/tansu.sh): skips by hand without one, fails under `CI`.
 #![cfg(feature = "kafka")]
+
+mod support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -32,6 +43,10 @@ const KEYS: u64 = 100;
 const PARTITIONS: u64 = 8;
 const PAYLOAD: usize = 200;
 const REPS: usize = 3;
+/// Records per side of the CI floor's pair.
+const N_FLOOR: u64 = 20_000;
+/// The CI floor (see the module doc).
+const FLOOR: f64 = 0.3;
 const BROKER: &str = "127.0.0.1:9092";
 
 fn topo(name: &str) -> Topology {
@@ -73,14 +88,14 @@ impl BatchHandler for Count {
     }
 }
 
-async fn adapter_produce(b: &Arc<KafkaBroker>, topic: &str) -> Duration {
+async fn adapter_produce(b: &Arc<KafkaBroker>, topic: &str, n: u64) -> Duration {
     let t0 = Instant::now();
     let mut tasks = Vec::new();
     for k in 0..KEYS {
         let b = b.clone();
         let topic = topic.to_string();
         tasks.push(tokio::spawn(async move {
-            let per = N / KEYS;
+            let per = n / KEYS;
             let key = format!("p{k}");
             let mut s = 0;
             while s < per {
@@ -97,7 +112,7 @@ async fn adapter_produce(b: &Arc<KafkaBroker>, topic: &str) -> Duration {
     t0.elapsed()
 }
 
-async fn adapter_consume(b: &Arc<KafkaBroker>, topic: &str) -> Duration {
+async fn adapter_consume(b: &Arc<KafkaBroker>, topic: &str, n: u64) -> Duration {
     let count = Arc::new(Count(AtomicU64::new(0)));
     let stop = CancellationToken::new();
     let t0 = Instant::now();
@@ -113,7 +128,7 @@ async fn adapter_consume(b: &Arc<KafkaBroker>, topic: &str) -> Duration {
         })
     };
     let deadline = Instant::now() + Duration::from_secs(300);
-    while count.0.load(Ordering::Relaxed) < N {
+    while count.0.load(Ordering::Relaxed) < n {
         assert!(Instant::now() < deadline, "adapter consume did not finish");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -179,6 +194,92 @@ fn native_consume(lib: &str, topic: &str, group: &str) -> Duration {
     took
 }
 
+/// The bare client's produce: the same keyed records, all in flight at once, with the
+/// adapter's producer settings.
+async fn bare_produce(topic: &str, n: u64) -> Duration {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let p: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", BROKER)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("partitioner", "murmur2_random")
+        .set("linger.ms", "5")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .expect("a producer");
+    let t0 = Instant::now();
+    let mut sends = Vec::with_capacity(n as usize);
+    for s in 0..n / KEYS {
+        for k in 0..KEYS {
+            let key = format!("p{k}");
+            let body = payload(k, s);
+            let r = FutureRecord::to(topic).key(&key).payload(&body);
+            sends.push(p.send_result(r).expect("queued"));
+        }
+    }
+    for f in sends {
+        f.await.expect("delivered").expect("acknowledged");
+    }
+    t0.elapsed()
+}
+
+/// The bare client's consume: one group member reading all `n` from the beginning.
+async fn bare_consume(topic: &str, group: &str, n: u64) -> Duration {
+    use futures::StreamExt;
+    use rdkafka::config::ClientConfig;
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    let t0 = Instant::now();
+    let c: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", BROKER)
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("enable.auto.commit", "true")
+        .create()
+        .expect("a consumer");
+    c.subscribe(&[topic]).expect("subscribe");
+    let mut stream = c.stream();
+    let mut seen = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+    while seen < n {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(_))) => seen += 1,
+            Ok(Some(Err(e))) => panic!("bare consume: {e}"),
+            Ok(None) => break,
+            Err(_) => panic!("bare consume: {seen} of {n} in 300 s"),
+        }
+    }
+    t0.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_raw_ratio_has_not_collapsed() {
+    if !support::reachable(BROKER, "a Kafka-protocol broker", "scripts/provision/tansu.sh") {
+        return;
+    }
+    let b = Arc::new(KafkaBroker::new(opts()).unwrap());
+    let tag = std::process::id();
+    let rate = |d: Duration| N_FLOOR as f64 / d.as_secs_f64();
+    let ta = format!("cbfloor-a{tag}");
+    b.setup(&topo(&ta)).await.expect("setup");
+    let ap = rate(adapter_produce(&b, &ta, N_FLOOR).await);
+    let ac = rate(adapter_consume(&b, &ta, N_FLOOR).await);
+    let tn = format!("cbfloor-n{tag}");
+    b.setup(&topo(&tn)).await.expect("setup");
+    let np = rate(bare_produce(&tn, N_FLOOR).await);
+    let nc = rate(bare_consume(&tn, &format!("cbfloor-bare-{tag}"), N_FLOOR).await);
+    b.close().await.unwrap();
+    let ratio = (1.0 / np + 1.0 / nc) / (1.0 / ap + 1.0 / ac);
+    println!(
+        "floor pair, {N_FLOOR} records: adapter produce {ap:.0}/s consume {ac:.0}/s | bare rdkafka produce {np:.0}/s consume {nc:.0}/s; produce+consume ratio {ratio:.2}"
+    );
+    assert!(
+        ratio >= FLOOR,
+        "adapter produce {ap:.0}/s consume {ac:.0}/s vs bare rdkafka {np:.0}/s {nc:.0}/s: ratio {ratio:.2} < floor {FLOOR}"
+    );
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -206,8 +307,8 @@ async fn kafka_raw_throughput_vs_kcat() {
     for rep in 0..REPS {
         let ta = format!("cbraw-a{rep}");
         b.setup(&topo(&ta)).await.expect("setup");
-        let p = adapter_produce(&b, &ta).await;
-        let c = adapter_consume(&b, &ta).await;
+        let p = adapter_produce(&b, &ta, N).await;
+        let c = adapter_consume(&b, &ta, N).await;
         let tn = format!("cbraw-n{rep}");
         b.setup(&topo(&tn)).await.expect("setup");
         let lib2 = lib.clone();
@@ -233,6 +334,19 @@ async fn kafka_raw_throughput_vs_kcat() {
         np.push(rate(q));
         nc.push(rate(d));
     }
+    let ratios: Vec<f64> = (0..REPS)
+        .map(|i| (1.0 / np[i] + 1.0 / nc[i]) / (1.0 / ap[i] + 1.0 / ac[i]))
+        .collect();
+    let spread = (
+        ratios.iter().copied().fold(f64::MAX, f64::min),
+        ratios.iter().copied().fold(f64::MIN, f64::max),
+    );
+    println!(
+        "produce+consume ratio per pair: {ratios:.2?}; median {:.2}, min {:.2}, max {:.2}",
+        median(ratios.clone()),
+        spread.0,
+        spread.1
+    );
     let (ap, ac, np, nc) = (median(ap), median(ac), median(np), median(nc));
     println!(
         "median over {REPS}: adapter produce {ap:.0}/s, consume {ac:.0}/s; kcat produce {np:.0}/s, consume {nc:.0}/s; ratio produce {:.2}, consume {:.2}, produce+consume {:.2}",
