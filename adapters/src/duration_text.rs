@@ -33,7 +33,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("{text:?} must be a non-negative duration"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{text:?} is too long a duration"))
 }
 
 /// Written as whole milliseconds when exact ("250ms"), else microseconds ("1500us").
@@ -55,7 +55,8 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
         Text(String),
     }
     match Raw::deserialize(d)? {
-        Raw::Secs(x) if x.is_finite() && x >= 0.0 => Ok(Duration::from_secs_f64(x)),
+        Raw::Secs(x) if x.is_finite() && x >= 0.0 => Duration::try_from_secs_f64(x)
+            .map_err(|_| serde::de::Error::custom(format!("{x} seconds is too long a duration"))),
         Raw::Secs(x) => Err(serde::de::Error::custom(format!(
             "{x} is not a non-negative number of seconds"
         ))),

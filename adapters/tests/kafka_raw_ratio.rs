@@ -255,7 +255,11 @@ async fn bare_consume(topic: &str, group: &str, n: u64) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_raw_ratio_has_not_collapsed() {
-    if !support::reachable(BROKER, "a Kafka-protocol broker", "scripts/provision/tansu.sh") {
+    if !support::reachable(
+        BROKER,
+        "a Kafka-protocol broker",
+        "scripts/provision/tansu.sh",
+    ) {
         return;
     }
     let b = Arc::new(KafkaBroker::new(opts()).unwrap());

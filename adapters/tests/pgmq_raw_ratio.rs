@@ -8,9 +8,12 @@
 //!   collapse of the adapter (an accidental per-message round trip, a lost pipeline),
 //!   not noise.
 //! - `pgmq_raw_consume_ratio` is the measurement (ignored by default): [`REPS`] pairs,
-//!   the median ratio and its spread, for docs/performance.md:
-//!     cargo test --release -p crossbench-adapters --features pgmq \
-//!       --test pgmq_raw_ratio -- --ignored --nocapture
+//!   the median ratio and its spread, for docs/performance.md.
+//!
+//! ```sh
+//! cargo test --release -p crossbench-adapters --features pgmq \
+//!   --test pgmq_raw_ratio -- --ignored --nocapture
+//! ```
 //!
 //! Needs PostgreSQL + pgmq on 127.0.0.1:5432 and `pgbench` (postgresql-contrib);
 //! skips when run by hand without them, fails under `CI`.
@@ -190,7 +193,10 @@ async fn measure() -> (f64, f64) {
         stats["pgmq_empty_reads"],
         adapter_rate / sql_rate
     );
-    assert!(sql_secs.is_finite(), "pgbench did not empty the queue in 120 s");
+    assert!(
+        sql_secs.is_finite(),
+        "pgbench did not empty the queue in 120 s"
+    );
     (adapter_rate, sql_rate)
 }
 
@@ -200,11 +206,7 @@ async fn ready() -> bool {
             .arg("--version")
             .output()
             .is_ok()
-            || support::absent(
-                "pgbench",
-                "PATH",
-                "apt-get install postgresql-contrib",
-            ))
+            || support::absent("pgbench", "PATH", "apt-get install postgresql-contrib"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -506,7 +506,7 @@ pub fn verify(
             "FAIL(empty)"
         } else if !pass {
             "FAIL"
-        } else if c.gaps + lost_tail > 0 {
+        } else if c.gaps > 0 || lost_tail > 0 {
             "PASS(loss-allowed)"
         } else if c.order_violations > 0 {
             "PASS(excused)"
@@ -550,21 +550,22 @@ pub fn verify(
         t.unique += c.unique;
         t.duplicates += c.duplicates;
         t.properties_seen += c.properties_seen;
-        t.gaps += c.gaps;
+        // Seq-range counts may be near u64::MAX (a meta claiming maxSeq = i64::MAX): saturate.
+        t.gaps = t.gaps.saturating_add(c.gaps);
         t.order_violations += c.order_violations;
         if excuse {
             t.excused_order_violations += c.order_violations;
         }
-        t.lost_tail += lost_tail;
-        t.in_flight += in_flight;
-        t.phantoms += c.phantoms;
+        t.lost_tail = t.lost_tail.saturating_add(lost_tail);
+        t.in_flight = t.in_flight.saturating_add(in_flight);
+        t.phantoms = t.phantoms.saturating_add(c.phantoms);
         t.phantom_properties += c.phantom_properties;
         t.never_delivered_properties += c.never_delivered_properties;
         t.malformed_lines += c.malformed_lines;
-        let lost_acked = c.gaps + lost_tail;
-        t.lost_acked += lost_acked;
+        let lost_acked = c.gaps.saturating_add(lost_tail);
+        t.lost_acked = t.lost_acked.saturating_add(lost_acked);
         t.recovered += c.recovered;
-        t.unseen_at_end += c.unseen_at_end;
+        t.unseen_at_end = t.unseen_at_end.saturating_add(c.unseen_at_end);
         t.aborted_reads += c.aborted_reads;
         let at_reconnect_violations = if at_reconnect { c.order_violations } else { 0 };
         t.order_violations_at_reconnect += at_reconnect_violations;

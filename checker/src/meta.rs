@@ -219,6 +219,16 @@ pub fn parse_produced(text: &str, path: &Path) -> Result<Produced, CheckError> {
                     }
                     let name =
                         name.ok_or_else(|| bad(path, lineno, "stream line without name="))?;
+                    // A stream's log is `<dir>/<name>.log`: a name is a file name, never
+                    // a path that leaves the record's directory.
+                    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\', '\0'])
+                    {
+                        return Err(bad(
+                            path,
+                            lineno,
+                            format!("stream name {name:?} is not a plain file name (no '/', no leading '.')"),
+                        ));
+                    }
                     let flow =
                         flow.ok_or_else(|| bad(path, lineno, "stream line without flow="))?;
                     if p.streams.iter().any(|s| s.name == name) {

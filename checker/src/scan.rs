@@ -503,8 +503,13 @@ impl Scanner {
                 c.unique += lines;
                 match table.info(prop, base) {
                     ProdInfo::Max(m) => {
-                        c.phantoms += range_len(m.max(base - 1) + 1, st.max_seen);
-                        c.tail += range_len(st.max_seen + 1, m);
+                        // Counts of seq ranges saturate: a meta may claim maxSeq = i64::MAX.
+                        if let Some(lo) = m.max(base - 1).checked_add(1) {
+                            c.phantoms = c.phantoms.saturating_add(range_len(lo, st.max_seen));
+                        }
+                        if let Some(lo) = st.max_seen.checked_add(1) {
+                            c.tail = c.tail.saturating_add(range_len(lo, m));
+                        }
                     }
                     ProdInfo::Absent => {
                         c.phantom_properties += 1;
@@ -545,8 +550,10 @@ impl Scanner {
                 c.never_delivered_properties += 1;
                 let e = table.exempt(prop);
                 let excused = count_in(&e.indet, base, max) + count_in(&e.failed, base, max);
-                c.tail += range_len(base, max).saturating_sub(excused);
-                c.unseen_at_end += count_in(&e.indet, base, i64::MAX);
+                let tail = range_len(base, max).saturating_sub(excused);
+                c.tail = c.tail.saturating_add(tail);
+                let unseen = count_in(&e.indet, base, i64::MAX);
+                c.unseen_at_end = c.unseen_at_end.saturating_add(unseen);
             }
         }
         // Properties with only indeterminate or failed publishes, never delivered.
@@ -560,7 +567,8 @@ impl Scanner {
                 self.sparse.get(&prop).is_some_and(|s| s.lines != 0)
             };
             if !delivered {
-                c.unseen_at_end += count_in(&e.indet, base, i64::MAX);
+                let unseen = count_in(&e.indet, base, i64::MAX);
+                c.unseen_at_end = c.unseen_at_end.saturating_add(unseen);
             }
         }
     }
@@ -587,7 +595,8 @@ fn judge_prop(
         ProdInfo::Unknown => {
             c.phantoms += below;
             if let Some(f) = max_in(seen, base, i64::MAX) {
-                c.gaps += range_len(base, f) - count_in(seen, base, f);
+                let gaps = range_len(base, f) - count_in(seen, base, f);
+                c.gaps = c.gaps.saturating_add(gaps);
             }
         }
         ProdInfo::Max(m) => {
@@ -600,7 +609,8 @@ fn judge_prop(
             c.phantoms += below + above.saturating_sub(above_exempt);
             let recovered = count_overlap(seen, ind, base, i64::MAX);
             c.recovered += recovered;
-            c.unseen_at_end += count_in(ind, base, i64::MAX).saturating_sub(recovered);
+            let unseen = count_in(ind, base, i64::MAX).saturating_sub(recovered);
+            c.unseen_at_end = c.unseen_at_end.saturating_add(unseen);
             c.aborted_reads += count_overlap(seen, fail, base, i64::MAX);
             // Frontier: highest delivered seq that was produced (or indeterminate).
             let frontier = table.legit_max(prop, seen, base).unwrap_or(base - 1);
@@ -611,9 +621,12 @@ fn judge_prop(
             let got = count_in(seen, base, hi).saturating_sub(
                 count_overlap(seen, ind, base, hi) + count_overlap(seen, fail, base, hi),
             );
-            c.gaps += req.saturating_sub(got);
-            let tail_lo = hi.max(base - 1) + 1;
-            c.tail += range_len(tail_lo, m).saturating_sub(exempt_in(tail_lo, m));
+            c.gaps = c.gaps.saturating_add(req.saturating_sub(got));
+            // No tail above a frontier of i64::MAX.
+            if let Some(tail_lo) = hi.max(base - 1).checked_add(1) {
+                let tail = range_len(tail_lo, m).saturating_sub(exempt_in(tail_lo, m));
+                c.tail = c.tail.saturating_add(tail);
+            }
         }
     }
 }
@@ -752,6 +765,90 @@ mod tests {
             b"1,9223372036854775808",
         ] {
             assert_eq!(parse_line(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
+
+/// Fuzzed stream-log lines (issue 17): `parse_line` against a model of FORMAT.md's
+/// grammar, and the fast path against `parse_line`, on `CROSSBENCH_FUZZ_CASES`
+/// (default 10 000) lines each: arbitrary bytes, digit strings of every length around
+/// the u64 / i64 bounds, and well-formed lines with one byte changed.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::RngAlgorithm;
+
+    fn config() -> ProptestConfig {
+        let cases = std::env::var("CROSSBENCH_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(10_000);
+        ProptestConfig {
+            cases,
+            rng_algorithm: RngAlgorithm::XorShift,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// FORMAT.md: `<prop>,<seq>`, both non-empty decimal digits only, prop a u64,
+    /// seq in the i64 range.
+    fn model(line: &[u8]) -> Option<(u64, i64)> {
+        let s = std::str::from_utf8(line).ok()?;
+        let (p, q) = s.split_once(',')?;
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+        if !digits(p) || !digits(q) {
+            return None;
+        }
+        Some((p.parse().ok()?, q.parse().ok()?))
+    }
+
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        let edge = prop::sample::select(
+            &[
+                "0",
+                "9223372036854775807",
+                "9223372036854775808",
+                "18446744073709551615",
+                "18446744073709551616",
+                "999999999999999999",
+                "1000000000000000000",
+                "0000000000000000000000001",
+            ][..],
+        );
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..40),
+            ("[0-9]{0,24}", "[0-9]{0,24}").prop_map(|(a, b)| format!("{a},{b}").into_bytes()),
+            (edge.clone(), edge).prop_map(|(a, b)| format!("{a},{b}").into_bytes()),
+            (any::<u64>(), any::<i64>()).prop_map(|(p, s)| format!("{p},{s}").into_bytes()),
+            (any::<u64>(), 0i64..=i64::MAX, any::<usize>(), any::<u8>()).prop_map(
+                |(p, s, at, b)| {
+                    let mut l = format!("{p},{s}").into_bytes();
+                    let i = at % l.len();
+                    l[i] = b;
+                    l
+                }
+            ),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn parse_line_follows_the_grammar(l in line()) {
+            prop_assert_eq!(parse_line(&l), model(&l));
+        }
+
+        #[test]
+        fn the_fast_path_agrees_with_parse_line(l in line()) {
+            let mut data: Vec<u8> = l.iter().copied().filter(|&c| c != b'\n').collect();
+            let expect = parse_line(&data);
+            data.push(b'\n');
+            if let Some((p, s, next)) = parse_fast(&data, 0) {
+                prop_assert_eq!(Some((p, s)), expect);
+                prop_assert_eq!(next, data.len());
+            }
         }
     }
 }

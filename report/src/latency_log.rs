@@ -41,7 +41,14 @@ pub fn merged(
                 if h.tag().map(|t| t.as_str()) != Some(tag) {
                     continue;
                 }
-                let at_ms = (base + h.start_timestamp()).as_millis() as i64;
+                // A corrupt start time may pass Duration's range: an error, not a panic.
+                let at = base.checked_add(h.start_timestamp()).ok_or_else(|| {
+                    bad(format!(
+                        "an interval starts {:?} after the base time {base:?}: out of range",
+                        h.start_timestamp()
+                    ))
+                })?;
+                let at_ms = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
                 if from_unix_ms.is_some_and(|f| at_ms < f) || to_unix_ms.is_some_and(|t| at_ms >= t)
                 {
                     continue;
@@ -49,9 +56,14 @@ pub fn merged(
                 let raw = base64::engine::general_purpose::STANDARD
                     .decode(h.encoded_histogram())
                     .map_err(|e| bad(format!("bad base64 in an interval: {e}")))?;
-                let hist: Histogram<u64> = de
-                    .deserialize(&mut std::io::Cursor::new(raw))
-                    .map_err(|e| bad(format!("bad histogram in an interval: {e:?}")))?;
+                // hdrhistogram negates a decoded i64::MIN (nine 0xff bytes): a panic where
+                // overflow is checked (debug builds), an error elsewhere. Either is an error.
+                let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    de.deserialize(&mut std::io::Cursor::new(raw))
+                }))
+                .map_err(|_| bad("bad histogram in an interval: undecodable counts".into()))?;
+                let hist: Histogram<u64> =
+                    decoded.map_err(|e| bad(format!("bad histogram in an interval: {e:?}")))?;
                 out.add(&hist)
                     .map_err(|e| bad(format!("merging intervals: {e:?}")))?;
             }

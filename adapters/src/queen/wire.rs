@@ -191,3 +191,165 @@ mod tests {
         assert!(matches!(a, PushAnswer::Items(ref v) if v[0].status == "duplicate"));
     }
 }
+
+/// Fuzzed answers (issue 17): every answer shape decoded from arbitrary bytes and from
+/// mutations of real answers (bytes flipped, inserted, deleted, truncated; numbers
+/// swapped for huge or negative ones; JSON tokens inserted), then a pop's messages
+/// grouped into claims, on `CROSSBENCH_FUZZ_CASES` (default 10 000) answers. Decoding
+/// answers `Ok` or `Err`, never panics; claims keep every message, once, under its
+/// own partition.
+#[cfg(test)]
+mod fuzz {
+    use super::super::stream::claims_of;
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::RngAlgorithm;
+
+    fn config() -> ProptestConfig {
+        let cases = std::env::var("CROSSBENCH_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(10_000);
+        ProptestConfig {
+            cases,
+            rng_algorithm: RngAlgorithm::XorShift,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Answers as Queen 0.15 writes them (compose/queen/README.md).
+    const SEEDS: &[&str] = &[
+        r#"{"success":true,"leaseId":"L","messages":[{"id":"m","transactionId":"t1","partitionId":"pid","partition":"p1","leaseId":"L","data":{"prop":1,"flow":"S","seq":1,"ts":5},"createdAt":"z"},{"transactionId":"t2","partitionId":"pid","partition":"p1","data":{"x":[1,2]}},{"transactionId":"t3","partitionId":"q","partition":"p2","leaseId":"","data":"s"}]}"#,
+        r#"{"success":false,"error":"no_available_partition","messages":[]}"#,
+        r#"[{"index":0,"status":"queued"},{"index":1,"status":"duplicate"},{"index":2,"status":"failed","error":"x"}]"#,
+        r#"[{"index":0,"success":false,"error":"Invalid or expired lease"},{"index":1,"success":true}]"#,
+        r#"{"data":[{"success":true}]}"#,
+        r#"{"error":"partitionId is required"}"#,
+        r#"{"status":"healthy","version":"0.15.2","database":"connected"}"#,
+        r#"{"configured":true,"options":{"leaseTime":30,"retryLimit":3}}"#,
+    ];
+
+    const TOKENS: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"",
+        "\\",
+        "\\u0000",
+        "\\ud800",
+        " ",
+        "null",
+        "true",
+        "false",
+        "\"messages\":",
+        "\"data\":",
+        "\"leaseId\":",
+        "\"partition\":",
+        "\"transactionId\":",
+        "\"partitionId\":",
+        "\"success\":",
+        "\"error\":",
+        "\"status\":",
+        "\"options\":",
+        "-1",
+        "1e400",
+        "18446744073709551616",
+        "\"é\"",
+        "[[[[[[[[",
+    ];
+
+    const NUMBERS: &[&str] = &[
+        "0",
+        "-1",
+        "1e400",
+        "-1e400",
+        "18446744073709551616",
+        "0.5",
+        "NaN",
+    ];
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Byte(usize, u8),
+        Token(usize, usize),
+        Delete(usize, usize),
+        Truncate(usize),
+        Number(usize, usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let i = any::<usize>;
+        prop_oneof![
+            (i(), any::<u8>()).prop_map(|(a, b)| Op::Byte(a, b)),
+            (i(), i()).prop_map(|(a, b)| Op::Token(a, b)),
+            (i(), 1usize..16).prop_map(|(a, b)| Op::Delete(a, b)),
+            i().prop_map(Op::Truncate),
+            (i(), i()).prop_map(|(a, b)| Op::Number(a, b)),
+        ]
+    }
+
+    fn apply(seed: &str, ops: &[Op]) -> Vec<u8> {
+        let mut b = seed.as_bytes().to_vec();
+        for op in ops {
+            let n = b.len();
+            match *op {
+                Op::Byte(i, v) if n > 0 => b[i % n] = v,
+                Op::Token(i, t) => {
+                    let i = i % (n + 1);
+                    b.splice(i..i, TOKENS[t % TOKENS.len()].bytes());
+                }
+                Op::Delete(i, k) if n > 0 => {
+                    let i = i % n;
+                    b.drain(i..(i + k).min(n));
+                }
+                Op::Truncate(i) => b.truncate(i % (n + 1)),
+                Op::Number(i, k) => {
+                    let digits: Vec<usize> = (0..n).filter(|&j| b[j].is_ascii_digit()).collect();
+                    if let Some(&at) = digits.get(i % digits.len().max(1)) {
+                        b.splice(at..at + 1, NUMBERS[k % NUMBERS.len()].bytes());
+                    }
+                }
+                _ => {}
+            }
+        }
+        b
+    }
+
+    fn answer() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            1 => prop::collection::vec(any::<u8>(), 0..128),
+            1 => prop::collection::vec(prop::sample::select(TOKENS), 0..32)
+                .prop_map(|v| v.concat().into_bytes()),
+            6 => (prop::sample::select(SEEDS), prop::collection::vec(op(), 1..6))
+                .prop_map(|(s, ops)| apply(s, &ops)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn answers_decode_or_fail_cleanly(body in answer()) {
+            let _ = serde_json::from_slice::<Health>(&body);
+            let _ = serde_json::from_slice::<Configured>(&body);
+            let _ = serde_json::from_slice::<ErrorBody>(&body);
+            let _ = serde_json::from_slice::<PushAnswer>(&body);
+            let _ = serde_json::from_slice::<AckAnswer>(&body);
+            if let Ok(p) = serde_json::from_slice::<PopAnswer>(&body) {
+                if let Some(e) = &p.error {
+                    let _ = is_empty_pop(e);
+                }
+                let n = p.messages.len();
+                let claims = claims_of(p.messages, p.lease_id.as_deref());
+                prop_assert_eq!(claims.iter().map(|c| c.messages.len()).sum::<usize>(), n);
+                for (i, c) in claims.iter().enumerate() {
+                    prop_assert!(c.messages.iter().all(|m| m.partition == c.partition));
+                    prop_assert!(claims[..i].iter().all(|o| o.partition != c.partition));
+                }
+            }
+        }
+    }
+}

@@ -53,7 +53,9 @@ pub(crate) fn de_auto_dur<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dur>
         Raw::S(s) => adapters::duration_text::parse_duration(&s)
             .map(|x| Some(Dur(x)))
             .map_err(serde::de::Error::custom),
-        Raw::N(n) if n.is_finite() && n >= 0.0 => Ok(Some(Dur(Duration::from_secs_f64(n)))),
+        Raw::N(n) if n.is_finite() && n >= 0.0 => Duration::try_from_secs_f64(n)
+            .map(|d| Some(Dur(d)))
+            .map_err(|_| serde::de::Error::custom(format!("{n} seconds is too long a duration"))),
         Raw::N(n) => Err(serde::de::Error::custom(format!("{n} is not a duration"))),
     }
 }

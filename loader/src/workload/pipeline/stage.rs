@@ -239,7 +239,8 @@ impl BatchHandler for Stage {
         let mut rated = 0;
         if self.def.is_terminal() {
             for s in &stamps {
-                let lat = now - s.ts;
+                // A foreign message may carry any ts: saturate, never overflow.
+                let lat = now.saturating_sub(s.ts);
                 if self.window.is_rated(s.ts) {
                     rated += 1;
                     let f = self.def.flow.index();

@@ -113,7 +113,8 @@ impl BatchHandler for Sink {
         let seen = &self.ledger.seen[self.group];
         for s in &stamps {
             seen.raise(s.prop, s.seq.clamp(0, i64::from(u32::MAX)) as u32);
-            let lat = now - s.ts;
+            // A foreign message may carry any ts: saturate, never overflow.
+            let lat = now.saturating_sub(s.ts);
             all.push(lat);
             if s.ts >= start && s.ts < end {
                 rated.push(lat);
