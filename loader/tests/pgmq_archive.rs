@@ -54,6 +54,7 @@ fn archive_mode_moves_every_processed_message_to_the_archive() {
             "ramp=0s",
             "void.loader_cpu_max=1",
             "void.schedule_lag_p99_max=10s",
+            "held.exploratory=true",
         ],
     );
     let streams = r["streams"].as_array().unwrap();

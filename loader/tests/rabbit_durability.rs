@@ -64,6 +64,7 @@ fn check(queue_type: &str, tier: &str) {
             "warmup=0s",
             "void.loader_cpu_max=1",
             "void.schedule_lag_p99_max=10s",
+            "held.exploratory=true",
         ],
     );
     assert_eq!(r["durability"], tier, "the record's tier");

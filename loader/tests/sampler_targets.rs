@@ -15,6 +15,7 @@ fn an_absent_sample_target_is_named_in_the_record() {
             "warmup=0s",
             "void.loader_cpu_max=1",
             "void.schedule_lag_p99_max=10s",
+            "held.exploratory=true",
             r#"sample.targets=["ghost=proc:crossbench-no-such-process-zz9"]"#,
         ],
     );

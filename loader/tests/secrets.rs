@@ -26,13 +26,14 @@ use support::secrets::{assert_nowhere, make};
 use support::{binary, reachable, result, scenario, serial};
 
 /// VOID is not what these tests are about.
-const SHORT: [&str; 6] = [
+const SHORT: [&str; 7] = [
     "duration=2s",
     "warmup=0s",
     "ramp=0s",
     "drain.max=30s",
     "void.loader_cpu_max=1",
     "void.schedule_lag_p99_max=10s",
+    "held.exploratory=true",
 ];
 
 struct Reap(Child);

@@ -23,6 +23,7 @@ fn run(sets: &[&str]) -> (i32, Value, String) {
     let all: Vec<&str> = [
         "void.loader_cpu_max=1",
         "void.schedule_lag_p99_max=10s",
+        "held.exploratory=true",
         "rate=1000",
         "duration=4s",
         "warmup=1s",

@@ -153,6 +153,7 @@ fn a_ladder_makes_one_cell_per_rate() {
             "duration=2s",
             "warmup=0s",
             "void.schedule_lag_p99_max=10s",
+            "held.exploratory=true",
             "void.loader_cpu_max=1",
         ],
     );
