@@ -403,7 +403,7 @@ impl NatsBroker {
                 }
 
                 // Runs of one batch key, in order, one handler call at a time.
-                let mut runs: Vec<(String, Vec<(jetstream::Message, u64, bool)>)> = Vec::new();
+                let mut runs: Vec<(String, Run)> = Vec::new();
                 for (m, seq, again) in accept {
                     let key = m
                         .subject
@@ -489,6 +489,9 @@ impl NatsBroker {
         }
     }
 }
+
+/// One batch key's deliveries: (message, stream sequence, redelivered).
+type Run = Vec<(jetstream::Message, u64, bool)>;
 
 /// What a stream's lane tasks share.
 struct StreamCtx {
