@@ -152,3 +152,39 @@ async fn nats_durability_tiers() {
     assert_eq!(e.class(), ErrorClass::Config, "{e}");
     assert!(e.to_string().contains("sync_interval"), "{e}");
 }
+
+/// A batch whose handler outlasts the ack wait is redelivered by the server while it
+/// is still being handled; the copy arrives after the batch was acked and is acked
+/// again, never handed twice (found by the sparse cell: 6151 duplicates before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_a_redelivery_of_an_acked_batch_is_not_handed_twice() {
+    if !support::ready::nats() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let b = Arc::new(
+        NatsBroker::new(NatsOptions {
+            ack_wait: Duration::from_millis(500),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    b.setup(&topology("qn_slow", &["g"], 2, 2)).await.unwrap();
+    let names = keys(2);
+    publish_interleaved(&*b, "qn_slow", &names, 0..5, 5).await;
+    let rec = Recorder::new("g")
+        .slow_key("p0", Duration::from_millis(250))
+        .arc();
+    let run = Consumers::start(&b, "qn_slow", std::slice::from_ref(&rec), 10, 4);
+    rec.wait_for(10, DEADLINE).await;
+    // Long enough for the server's redeliveries to arrive and be recognised.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    run.finish().await;
+    rec.assert_in_order(&names, 5, "nats slow batch");
+    let c = b.counters();
+    assert!(
+        c["nats_stale_redeliveries"] > 0,
+        "no redelivery seen: {c:?}"
+    );
+    assert_eq!(c["nats_acked"], 10, "{c:?}");
+}

@@ -74,6 +74,9 @@ struct Stats {
     redelivered: Counter,
     /// Deliveries of a lane held back behind a refused batch (nak'd again).
     deferred: Counter,
+    /// Redeliveries of messages this lane had already acked (their ack wait ran out
+    /// while they waited in the client): acked again, not handed.
+    stale_redeliveries: Counter,
     naks: Counter,
     errors: CounterMap,
 }
@@ -326,6 +329,11 @@ impl NatsBroker {
         // refusal's lease runs out.
         let mut waiting: BTreeSet<u64> = BTreeSet::new();
         let mut blocked_until = Instant::now();
+        // The highest stream sequence this lane has acked: the lane is handed in
+        // order, so everything at or below it was acked, and a delivery at or below it
+        // is the server's redelivery of an acked message whose ack wait ran out while
+        // it waited in the client (acked again, never handed twice).
+        let mut floor: u64 = 0;
         'outer: loop {
             let messages = c
                 .stream()
@@ -384,6 +392,13 @@ impl NatsBroker {
                         Ok(i) => (i.stream_sequence, i.delivered),
                         Err(_) => (0, 1),
                     };
+                    if seq != 0 && seq <= floor && !waiting.contains(&seq) {
+                        self.stats.stale_redeliveries.inc();
+                        if let Err(e) = m.ack().await {
+                            self.stats.error("ack", &classify(e.to_string()));
+                        }
+                        continue;
+                    }
                     let in_order = waiting.first().is_none_or(|&w| seq <= w);
                     if defer.is_empty() && in_order {
                         waiting.remove(&seq);
@@ -452,6 +467,9 @@ impl NatsBroker {
                             counters.acked.add(n - failed);
                             counters.ack_errors.add(failed);
                             self.stats.acked.add(n - failed);
+                            if let Some(top) = run.iter().map(|(_, seq, _)| *seq).max() {
+                                floor = floor.max(top);
+                            }
                         }
                         Disposition::Refuse => {
                             counters.refused.add(n);
@@ -657,6 +675,7 @@ impl Broker for NatsBroker {
                 "per-key order: keys hashed onto lane subjects, one pull consumer per lane".into(),
                 "a refused batch holds its lane: later deliveries are nak'd until it is back"
                     .into(),
+                "a redelivery of what the lane already acked (ack wait run out in the client) is acked again, not handed twice".into(),
             ],
             notes,
             lease_ms: Some(o.ack_wait.as_millis() as u64),
@@ -727,7 +746,8 @@ impl Broker for NatsBroker {
             batch: options.batch.max(1),
             counters: options.counters.clone(),
             handler,
-            budget: Semaphore::new(options.lanes.max(1)),
+            // Handler calls at once: twice the stage's lane budget (pgmq's read-ahead is too).
+            budget: Semaphore::new(options.lanes.max(1) * 2),
             stop,
         });
         futures::future::join_all(consumers.into_iter().map(|c| self.lane(c, ctx.clone()))).await;

@@ -967,7 +967,8 @@ impl Broker for RedisBroker {
             batch: options.batch.max(1),
             counters: options.counters.clone(),
             handler,
-            budget: Semaphore::new(options.lanes.max(1)),
+            // Handler calls at once: twice the stage's lane budget (pgmq's read-ahead is too).
+            budget: Semaphore::new(options.lanes.max(1) * 2),
             stop,
         };
         let readers = self.options.readers.min(t.streams.len()).max(1);
