@@ -654,7 +654,10 @@ impl RedisBroker {
                 let read = cmd.query_async::<Option<StreamReadReply>>(&mut conn);
                 tokio::pin!(read);
                 loop {
+                    // The read first: it must be on the wire before a freed lane's
+                    // CLIENT UNBLOCK can wake it.
                     tokio::select! {
+                        biased;
                         r = &mut read => break Some(r),
                         Some(d) = work.next(), if !work.is_empty() => {
                             apply(&mut state, d);
