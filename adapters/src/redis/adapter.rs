@@ -36,7 +36,7 @@ use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use tokio::sync::{OnceCell, Semaphore};
@@ -624,7 +624,13 @@ impl RedisBroker {
                 let until = next_held.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
                 tokio::select! {
                     _ = s.stop.cancelled() => break,
-                    Some(d) = work.next(), if !work.is_empty() => apply(&mut state, d),
+                    Some(d) = work.next(), if !work.is_empty() => {
+                        apply(&mut state, d);
+                        // Every batch already settled frees its lane for the same read.
+                        while let Some(Some(d)) = work.next().now_or_never() {
+                            apply(&mut state, d);
+                        }
+                    }
                     _ = tokio::time::sleep_until(until.into()) => {}
                 }
                 continue;
@@ -653,6 +659,9 @@ impl RedisBroker {
             let r = {
                 let read = cmd.query_async::<Option<StreamReadReply>>(&mut conn);
                 tokio::pin!(read);
+                // A freed lane wakes the read (CLIENT UNBLOCK) beside it, never in its
+                // way: dropped with the read once it has answered.
+                let mut wakes = FuturesUnordered::new();
                 loop {
                     // The read first: it must be on the wire before a freed lane's
                     // CLIENT UNBLOCK can wake it.
@@ -661,8 +670,11 @@ impl RedisBroker {
                         r = &mut read => break Some(r),
                         Some(d) = work.next(), if !work.is_empty() => {
                             apply(&mut state, d);
-                            self.unblock(&blocking, id).await;
+                            if wakes.is_empty() {
+                                wakes.push(self.unblock(&blocking, id));
+                            }
                         }
+                        Some(()) = wakes.next(), if !wakes.is_empty() => {}
                         _ = s.stop.cancelled() => break None,
                     }
                 }
