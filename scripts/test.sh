@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite, on a fresh Debian machine or a developer's: provisions what the
-# tests need (PostgreSQL + pgmq, RabbitMQ, a Kafka-protocol broker), then runs fmt, clippy and every test.
+# tests need (PostgreSQL + pgmq, RabbitMQ, a Kafka-protocol broker, NATS with JetStream,
+# Redis), then runs fmt, clippy and every test.
 # Safe to run again: every step checks before it acts.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -84,6 +84,17 @@ pub enum Durability {
     Fsync,
     /// In-memory only: nothing survives a restart (the control broker).
     Memory,
+    /// The server persists nothing at all (a Redis with neither AOF nor snapshots): a
+    /// tier an adapter *finds*, recorded as it is and flagged, never blurred into a
+    /// durable one. As a request it means the same as `memory`: nothing is promised.
+    None,
+}
+
+impl Durability {
+    /// True for the tiers that promise nothing across a restart (`memory`, `none`).
+    pub fn keeps_nothing(self) -> bool {
+        matches!(self, Durability::Memory | Durability::None)
+    }
 }
 
 /// How a publish reaches several consumer groups.

@@ -24,12 +24,16 @@ pub mod systems {
     pub mod kafka;
     #[path = "mem/mod.rs"]
     pub mod mem;
+    #[path = "nats/mod.rs"]
+    pub mod nats;
     #[path = "pgmq/mod.rs"]
     pub mod pgmq;
     #[path = "queen/mod.rs"]
     pub mod queen;
     #[path = "rabbitmq/mod.rs"]
     pub mod rabbitmq;
+    #[path = "redis/mod.rs"]
+    pub mod redis;
 }
 
 use crate::broker::Broker;
@@ -46,6 +50,8 @@ pub enum System {
     Rabbitmq,
     Kafka,
     Queen,
+    Nats,
+    Redis,
 }
 
 /// What a system can do beyond the adapter contract: the questions workloads and
@@ -84,7 +90,7 @@ const PLAIN: Capabilities = Capabilities {
 };
 
 /// Every system, in the order of [`System`].
-pub static ENTRIES: [Entry; 5] = [
+pub static ENTRIES: [Entry; 7] = [
     Entry {
         system: System::Mem,
         name: "mem",
@@ -138,6 +144,26 @@ pub static ENTRIES: [Entry; 5] = [
         },
         memory_note: None,
     },
+    Entry {
+        system: System::Nats,
+        name: "nats",
+        title: "NATS JetStream",
+        feature: Some("nats"),
+        built: cfg!(feature = "nats"),
+        capabilities: PLAIN,
+        memory_note: None,
+    },
+    Entry {
+        system: System::Redis,
+        name: "redis",
+        title: "Redis Streams",
+        feature: Some("redis"),
+        built: cfg!(feature = "redis"),
+        capabilities: PLAIN,
+        memory_note: Some(
+            "RAM here: redis-server's RSS; the adapter also records INFO memory's used_memory (redis_server_used_memory_bytes).",
+        ),
+    },
 ];
 
 impl System {
@@ -189,6 +215,10 @@ pub enum SystemOptions {
     Kafka(crate::kafka::KafkaOptions),
     #[serde(rename = "queen")]
     Queen(crate::queen::QueenOptions),
+    #[serde(rename = "nats")]
+    Nats(crate::nats::NatsOptions),
+    #[serde(rename = "redis")]
+    Redis(crate::redis::RedisOptions),
 }
 
 impl Default for SystemOptions {
@@ -231,6 +261,8 @@ macro_rules! each_section {
             SystemOptions::Rabbitmq($o) => $body,
             SystemOptions::Kafka($o) => $body,
             SystemOptions::Queen($o) => $body,
+            SystemOptions::Nats($o) => $body,
+            SystemOptions::Redis($o) => $body,
         }
     };
 }
@@ -244,6 +276,8 @@ impl SystemOptions {
             System::Rabbitmq => SystemOptions::Rabbitmq(Default::default()),
             System::Kafka => SystemOptions::Kafka(Default::default()),
             System::Queen => SystemOptions::Queen(Default::default()),
+            System::Nats => SystemOptions::Nats(Default::default()),
+            System::Redis => SystemOptions::Redis(Default::default()),
         }
     }
 
@@ -258,6 +292,8 @@ impl SystemOptions {
             System::Rabbitmq => SystemOptions::Rabbitmq(Deserialize::deserialize(section)?),
             System::Kafka => SystemOptions::Kafka(Deserialize::deserialize(section)?),
             System::Queen => SystemOptions::Queen(Deserialize::deserialize(section)?),
+            System::Nats => SystemOptions::Nats(Deserialize::deserialize(section)?),
+            System::Redis => SystemOptions::Redis(Deserialize::deserialize(section)?),
         })
     }
 
@@ -268,6 +304,8 @@ impl SystemOptions {
             SystemOptions::Rabbitmq(_) => System::Rabbitmq,
             SystemOptions::Kafka(_) => System::Kafka,
             SystemOptions::Queen(_) => System::Queen,
+            SystemOptions::Nats(_) => System::Nats,
+            SystemOptions::Redis(_) => System::Redis,
         }
     }
 
@@ -300,6 +338,8 @@ impl SystemOptions {
             SystemOptions::Rabbitmq(o) => SystemOptions::Rabbitmq(o.routed_to(addr)?),
             SystemOptions::Kafka(o) => SystemOptions::Kafka(o.routed_to(addr)?),
             SystemOptions::Queen(o) => SystemOptions::Queen(o.routed_to(addr)?),
+            SystemOptions::Nats(o) => SystemOptions::Nats(o.routed_to(addr)?),
+            SystemOptions::Redis(o) => SystemOptions::Redis(o.routed_to(addr)?),
         })
     }
 
@@ -341,6 +381,14 @@ impl SystemOptions {
                     .map(|b| Arc::new(b) as Arc<dyn Broker>)
                     .map_err(config)
             }
+            #[cfg(feature = "nats")]
+            SystemOptions::Nats(o) => crate::nats::NatsBroker::new(o.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(config),
+            #[cfg(feature = "redis")]
+            SystemOptions::Redis(o) => crate::redis::RedisBroker::new(o.clone())
+                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map_err(config),
             _ => {
                 let _ = (ctx, config);
                 Err(BuildError::NotBuilt {
@@ -373,7 +421,9 @@ mod tests {
                 e.name
             );
         }
-        assert_eq!(System::from_name("nats"), None);
+        assert_eq!(System::from_name("nats"), Some(System::Nats));
+        assert_eq!(System::from_name("redis"), Some(System::Redis));
+        assert_eq!(System::from_name("acme"), None);
     }
 
     #[test]

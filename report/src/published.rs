@@ -24,7 +24,7 @@ pub fn systems() -> Vec<&'static str> {
         .collect()
 }
 /// Durability tiers: those of docs/record.md plus `unknown` for pages that do not say.
-pub const TIERS: &[&str] = &["default", "fsync", "memory", "unknown"];
+pub const TIERS: &[&str] = &["default", "fsync", "memory", "none", "unknown"];
 /// Verdicts: the cell's correctness verdict, `NONE` when no result was produced
 /// (e.g. a refused topic creation), `NOT-CHECKED` when the page ran no checker,
 /// `UNSTATED` when the page gives figures but no verdict.

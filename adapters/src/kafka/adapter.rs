@@ -136,7 +136,7 @@ impl KafkaBroker {
     }
 
     async fn do_setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
-        if topology.durability == Durability::Memory {
+        if topology.durability.keeps_nothing() {
             return Err(BrokerError::Config {
                 field: "durability".into(),
                 message: "the kafka adapter provides default or fsync (flush.messages=1, flush.ms=0), not memory".into(),

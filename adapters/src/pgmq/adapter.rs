@@ -682,7 +682,7 @@ impl Broker for PgmqBroker {
                 .await
                 .map_err(sq)?;
         match topology.durability {
-            Durability::Memory => {
+            Durability::Memory | Durability::None => {
                 return Err(BrokerError::Config {
                     field: "durability".into(),
                     message: "pgmq queues are WAL-logged PostgreSQL tables; use durability default or fsync".into(),

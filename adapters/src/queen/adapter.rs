@@ -239,7 +239,7 @@ impl Broker for QueenBroker {
         let o = &self.options;
         match topology.durability {
             Durability::Default => {}
-            Durability::Memory => {
+            Durability::Memory | Durability::None => {
                 return Err(BrokerError::Config {
                     field: "durability".into(),
                     message: "Queen stores messages in PostgreSQL; use durability: default".into(),

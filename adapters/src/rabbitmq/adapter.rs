@@ -811,7 +811,7 @@ impl Inner {
                     message: "durability: fsync needs quorum queues (classic queues do not fsync before the confirm); set rabbitmq.queue_type=quorum".into(),
                 })
             }
-            (Durability::Memory, _) => {
+            (Durability::Memory | Durability::None, _) => {
                 return Err(BrokerError::Config {
                     field: "durability".into(),
                     message: "the rabbitmq adapter provides default (classic) or fsync (quorum), not memory".into(),

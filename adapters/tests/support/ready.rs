@@ -36,3 +36,17 @@ pub fn kafka() -> bool {
         "scripts/provision/tansu.sh",
     )
 }
+
+/// NATS (with JetStream) answers on 127.0.0.1:4222.
+pub fn nats() -> bool {
+    reachable(
+        "127.0.0.1:4222",
+        "NATS (JetStream)",
+        "scripts/provision/nats.sh",
+    )
+}
+
+/// Redis answers on 127.0.0.1:6379.
+pub fn redis() -> bool {
+    reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh")
+}

@@ -380,6 +380,13 @@ pub async fn run<W: Workload>(
         warnings
             .push("accounting identity offered = published + shed + failed does not hold".into());
     }
+    if description.durability == adapters::Durability::None {
+        // A tier the adapter found on the server, never a durable one in disguise.
+        warnings.push(format!(
+            "NOT DURABLE: {} persists nothing here (durability none, as found at setup): every acknowledged message is lost on a restart",
+            description.system
+        ));
+    }
     let load_verdict = crate::cell::load_rule::verdict(
         &s.held,
         &crate::cell::load_rule::LoadFacts {

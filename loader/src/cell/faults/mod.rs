@@ -41,10 +41,16 @@ pub fn loss_allowed(s: &Scenario) -> Option<String> {
         .faults
         .iter()
         .any(|f| matches!(f.kind, FaultKind::Kill | FaultKind::Restart));
-    let tier_keeps_nothing = matches!(s.durability, Durability::Memory);
+    let tier_keeps_nothing = matches!(s.durability, Durability::Memory | Durability::None);
     (crashes && tier_keeps_nothing).then(|| {
-        "durability=memory: the tier keeps nothing across the kill or restart this cell injects"
-            .to_string()
+        format!(
+            "durability={}: the tier keeps nothing across the kill or restart this cell injects",
+            if s.durability == Durability::None {
+                "none"
+            } else {
+                "memory"
+            }
+        )
     })
 }
 

@@ -1,0 +1,841 @@
+//! The NATS JetStream adapter (async-nats, JetStream API of nats-server 2.9).
+//!
+//! Topology: one stream per topic, `CB_<topic>`, over the subjects
+//! `cb.<topic>.<lane>.<key>`: keys hash (FNV-1a, `lanes::lane_of`) onto `l0 … l<L-1>`.
+//! Per group, one durable pull consumer per lane (`<group>_l<n>`, filter subject
+//! `cb.<topic>.l<n>.*`), explicit acks, `ack_wait` the lease, `max_ack_pending`
+//! bounding what one lane has out. One consumer per lane subject rather than one
+//! consumer with `filter_subjects` over every lane: nats-server 2.9 (Debian's) has no
+//! `filter_subjects` (2.10+), and a consumer's delivery order is its stream order
+//! across all its subjects, so a refused message in one lane would hold back (or be
+//! overtaken in) every lane the consumer serves. compose/nats/README.md says more.
+//!
+//! Publish: every payload of a key-batch is published at once (`PubAck` futures,
+//! pipelined on the one connection, so the stream keeps their order), then every ack
+//! is awaited. With a dedup window the stream's `duplicate_window` is set and every
+//! message carries a `Nats-Msg-Id` derived from (topic, key, payload); a repeated
+//! publish is acknowledged as a duplicate and stored once.
+//!
+//! Consume: one task per lane consumer, reading its pull stream; it hands the stage
+//! what is there (up to `batch`), split into runs of one batch key, one run at a time,
+//! so one lane (and so one key) is never in two handler calls. An acked run is acked
+//! message by message; a refused run is nak'd with the lease as its delay, and the lane
+//! then hands nothing with a later stream sequence before it is back: a later message
+//! that arrives first is nak'd again with the time left (counted as deferred).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer, stream, AckKind};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use tokio::sync::{OnceCell, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::NatsOptions;
+use crate::broker::{
+    BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
+    Durability, FanOut, KeyBatch, Topology,
+};
+use crate::counter::{self, Counter, CounterMap};
+use crate::error::BrokerError;
+use crate::lanes::{lane_key, lane_of};
+use crate::redact::redact_url_passwords;
+
+const PROVISION: &str = "scripts/provision/nats.sh";
+
+/// What `setup` built for one topic.
+#[derive(Debug)]
+struct TopicState {
+    stream: String,
+    /// The subject's topic token.
+    token: String,
+    /// group → its lane consumers, by lane index.
+    consumers: HashMap<String, Vec<consumer::PullConsumer>>,
+    dedup: bool,
+}
+
+/// Adapter counters (`broker_stats`, every key prefixed `nats_`).
+#[derive(Debug, Default, Serialize)]
+struct Stats {
+    logical_publishes: Counter,
+    publish_calls: Counter,
+    /// Publishes the server acknowledged as duplicates (`Nats-Msg-Id` seen in the window).
+    duplicates: Counter,
+    fetched: Counter,
+    acked: Counter,
+    refused: Counter,
+    redelivered: Counter,
+    /// Deliveries of a lane held back behind a refused batch (nak'd again).
+    deferred: Counter,
+    /// Redeliveries of messages this lane had already acked (their ack wait ran out
+    /// while they waited in the client): acked again, not handed.
+    stale_redeliveries: Counter,
+    naks: Counter,
+    errors: CounterMap,
+}
+
+impl Stats {
+    fn error(&self, op: &str, e: &BrokerError) {
+        self.errors.inc(format!("{op}_{}", e.class()));
+    }
+}
+
+/// Server-side figures read at the end of each stream's consume (stream and consumer
+/// info), summed over the streams.
+#[derive(Debug, Default, Serialize)]
+struct Server {
+    server_stream_messages: Counter,
+    server_stream_bytes: Counter,
+    server_num_pending: Counter,
+    server_num_ack_pending: Counter,
+    server_num_redelivered: Counter,
+    /// Summed over lane consumers: the stream sequence each has acked up to.
+    server_ack_floor_stream_seq_sum: Counter,
+}
+
+#[derive(Serialize)]
+struct Gauges {
+    lanes: u64,
+    lane_consumers: u64,
+    ack_wait_ms: u64,
+}
+
+/// The NATS JetStream broker.
+#[derive(Debug)]
+pub struct NatsBroker {
+    options: NatsOptions,
+    client: OnceCell<(async_nats::Client, jetstream::Context)>,
+    topics: RwLock<HashMap<String, Arc<TopicState>>>,
+    lanes: AtomicU64,
+    keys: AtomicU64,
+    topo_lanes: AtomicU64,
+    stats: Stats,
+    server: Mutex<HashMap<(String, String), [u64; 6]>>,
+}
+
+/// `[A-Za-z0-9_-]` only: a stream, consumer or subject token.
+fn token(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A key as one subject token: itself when it is a plain token, else `~` and its hex.
+fn key_token(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        key.to_string()
+    } else {
+        let mut s = String::with_capacity(1 + key.len() * 2);
+        s.push('~');
+        for b in key.bytes() {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    }
+}
+
+fn key_from_token(t: &str) -> String {
+    match t.strip_prefix('~') {
+        Some(hex) => {
+            let bytes: Vec<u8> = (0..hex.len() / 2)
+                .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        None => t.to_string(),
+    }
+}
+
+/// The `Nats-Msg-Id` of a message: 128 bits over (topic, key, payload), so the same
+/// publish repeated (a producer's retry) has the same id and nothing else does.
+pub fn message_id(topic: &str, key: &str, payload: &[u8]) -> String {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for part in [topic.as_bytes(), b"\x00", key.as_bytes(), b"\x00", payload] {
+        for &b in part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let mut s = std::collections::hash_map::DefaultHasher::new();
+    (topic, key, payload).hash(&mut s);
+    format!("{h:016x}{:016x}", s.finish())
+}
+
+fn classify(text: String) -> BrokerError {
+    let text = redact_url_passwords(&text);
+    let l = text.to_ascii_lowercase();
+    if l.contains("timed out") || l.contains("timeout") {
+        BrokerError::Timeout(text)
+    } else if l.contains("connect")
+        || l.contains("broken pipe")
+        || l.contains("disconnect")
+        || l.contains("no responders")
+    {
+        BrokerError::Connection(text)
+    } else {
+        BrokerError::Other(text)
+    }
+}
+
+fn publish_error(e: jetstream::context::PublishError) -> BrokerError {
+    use jetstream::context::PublishErrorKind as K;
+    let text = redact_url_passwords(&e.to_string());
+    match e.kind() {
+        K::TimedOut => BrokerError::Timeout(text),
+        K::BrokenPipe => BrokerError::Connection(text),
+        K::StreamNotFound => BrokerError::UnknownTopic(text),
+        K::MaxPayloadExceeded | K::WrongLastMessageId | K::WrongLastSequence => {
+            BrokerError::Refused(text)
+        }
+        _ => classify(text),
+    }
+}
+
+/// Sleep unless `stop` fires first; true when stopped.
+async fn nap(d: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = stop.cancelled() => true,
+        _ = tokio::time::sleep(d) => false,
+    }
+}
+
+impl NatsBroker {
+    pub fn new(options: NatsOptions) -> Result<Self, BrokerError> {
+        crate::options::Section::validate(&options)?;
+        Ok(NatsBroker {
+            options,
+            client: OnceCell::new(),
+            topics: RwLock::new(HashMap::new()),
+            lanes: AtomicU64::new(1),
+            keys: AtomicU64::new(1),
+            topo_lanes: AtomicU64::new(1),
+            stats: Stats::default(),
+            server: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn options(&self) -> &NatsOptions {
+        &self.options
+    }
+
+    async fn connect(&self) -> Result<&(async_nats::Client, jetstream::Context), BrokerError> {
+        self.client
+            .get_or_try_init(|| async {
+                let client = async_nats::ConnectOptions::new()
+                    .name("crossbench-nats")
+                    .connection_timeout(Duration::from_secs(5))
+                    .request_timeout(Some(self.options.request_timeout))
+                    .connect(self.options.url.as_str())
+                    .await
+                    .map_err(|e| {
+                        BrokerError::Connection(format!(
+                            "cannot connect to NATS at {}: {} (run {PROVISION})",
+                            redact_url_passwords(&self.options.url),
+                            redact_url_passwords(&e.to_string())
+                        ))
+                    })?;
+                let mut js = jetstream::new(client.clone());
+                js.set_timeout(self.options.request_timeout);
+                Ok((client, js))
+            })
+            .await
+    }
+
+    fn ready(&self) -> Result<&jetstream::Context, BrokerError> {
+        self.client
+            .get()
+            .map(|(_, js)| js)
+            .ok_or_else(|| BrokerError::Other("nats: setup has not run".into()))
+    }
+
+    fn topic(&self, name: &str) -> Result<Arc<TopicState>, BrokerError> {
+        self.topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| BrokerError::UnknownTopic(name.to_string()))
+    }
+
+    /// Physical lanes for a topology: its lanes, at most its keys and `max_lanes`.
+    fn physical_lanes(&self, t: &Topology) -> u64 {
+        let keys = t.keys.max(1);
+        let mut l = t.lanes.clamp(1, keys);
+        if self.options.max_lanes > 0 {
+            l = l.min(self.options.max_lanes);
+        }
+        l
+    }
+
+    /// What a delivery's batch key is: the key's logical lane as the topology names it
+    /// (the key itself when every key has its own lane).
+    fn batch_key(&self, key: &str) -> String {
+        lane_key(
+            key,
+            self.topo_lanes.load(Ordering::Relaxed),
+            self.keys.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Read the stream's and the lane consumers' info into the server figures.
+    async fn read_server(&self, t: &TopicState, group: &str) {
+        let Ok(js) = self.ready() else { return };
+        let mut fig = [0u64; 6];
+        if let Ok(mut s) = js.get_stream(&t.stream).await {
+            if let Ok(i) = s.info().await {
+                fig[0] = i.state.messages;
+                fig[1] = i.state.bytes;
+            }
+        }
+        let consumers = t.consumers.get(group).cloned().unwrap_or_default();
+        let infos: Vec<_> = futures::stream::iter(consumers)
+            .map(|mut c| async move { c.info().await.ok().cloned() })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        for i in infos.into_iter().flatten() {
+            fig[2] += i.num_pending;
+            fig[3] += i.num_ack_pending as u64;
+            fig[4] += i.num_redelivered as u64;
+            fig[5] += i.ack_floor.stream_sequence;
+        }
+        self.server
+            .lock()
+            .insert((t.stream.clone(), group.to_string()), fig);
+    }
+
+    /// One lane consumer, until `stop`.
+    async fn lane(&self, c: consumer::PullConsumer, s: Arc<StreamCtx>) {
+        let counters = &s.counters;
+        let lease = self.options.ack_wait;
+        let mut err_backoff = Duration::from_millis(50);
+        // Refused (and deferred) stream sequences not yet back, and when the last
+        // refusal's lease runs out.
+        let mut waiting: BTreeSet<u64> = BTreeSet::new();
+        let mut blocked_until = Instant::now();
+        // The highest stream sequence this lane has acked: the lane is handed in
+        // order, so everything at or below it was acked, and a delivery at or below it
+        // is the server's redelivery of an acked message whose ack wait ran out while
+        // it waited in the client (acked again, never handed twice).
+        let mut floor: u64 = 0;
+        'outer: loop {
+            let messages = c
+                .stream()
+                .max_messages_per_batch(s.batch.max(1))
+                .heartbeat(Duration::from_secs(5))
+                .expires(Duration::from_secs(30))
+                .messages()
+                .await;
+            let mut messages = match messages {
+                Ok(m) => m,
+                Err(e) => {
+                    counters.receive_errors.inc();
+                    self.stats.error("pull", &classify(e.to_string()));
+                    if nap(err_backoff, &s.stop).await {
+                        break;
+                    }
+                    err_backoff = (err_backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            loop {
+                let first = tokio::select! {
+                    _ = s.stop.cancelled() => break 'outer,
+                    m = messages.next() => m,
+                };
+                let first = match first {
+                    Some(Ok(m)) => m,
+                    Some(Err(e)) => {
+                        // Missed heartbeats, a lost connection: counted, and the pull
+                        // stream goes on (it re-issues its requests).
+                        counters.receive_errors.inc();
+                        self.stats.error("pull", &classify(e.to_string()));
+                        if nap(err_backoff, &s.stop).await {
+                            break 'outer;
+                        }
+                        err_backoff = (err_backoff * 2).min(Duration::from_secs(2));
+                        continue;
+                    }
+                    None => continue 'outer,
+                };
+                err_backoff = Duration::from_millis(50);
+                let mut got = vec![first];
+                while got.len() < s.batch.max(1) {
+                    match messages.next().now_or_never() {
+                        Some(Some(Ok(m))) => got.push(m),
+                        _ => break,
+                    }
+                }
+                self.stats.fetched.add(got.len() as u64);
+
+                // Keep the lane's order: nothing after a refused message until it is back.
+                let mut accept = Vec::with_capacity(got.len());
+                let mut defer = Vec::new();
+                for m in got {
+                    let (seq, delivered) = match m.info() {
+                        Ok(i) => (i.stream_sequence, i.delivered),
+                        Err(_) => (0, 1),
+                    };
+                    if seq != 0 && seq <= floor && !waiting.contains(&seq) {
+                        self.stats.stale_redeliveries.inc();
+                        if let Err(e) = m.ack().await {
+                            self.stats.error("ack", &classify(e.to_string()));
+                        }
+                        continue;
+                    }
+                    let in_order = waiting.first().is_none_or(|&w| seq <= w);
+                    if defer.is_empty() && in_order {
+                        waiting.remove(&seq);
+                        accept.push((m, seq, delivered > 1));
+                    } else {
+                        defer.push((m, seq));
+                    }
+                }
+                if !defer.is_empty() {
+                    let left = blocked_until.saturating_duration_since(Instant::now());
+                    let delay = left + Duration::from_millis(20);
+                    self.stats.deferred.add(defer.len() as u64);
+                    for (m, seq) in defer {
+                        waiting.insert(seq);
+                        self.nak(&m, delay).await;
+                    }
+                }
+
+                // Runs of one batch key, in order, one handler call at a time.
+                let mut runs: Vec<(String, Run)> = Vec::new();
+                for (m, seq, again) in accept {
+                    let key = m
+                        .subject
+                        .as_str()
+                        .rsplit('.')
+                        .next()
+                        .map(key_from_token)
+                        .unwrap_or_default();
+                    let bk = self.batch_key(&key);
+                    match runs.last_mut() {
+                        Some((k, v)) if *k == bk => v.push((m, seq, again)),
+                        _ => runs.push((bk, vec![(m, seq, again)])),
+                    }
+                }
+                let mut refused_at: Option<usize> = None;
+                for (i, (bk, run)) in runs.iter().enumerate() {
+                    let again = run.iter().filter(|(_, _, a)| *a).count() as u64;
+                    if again > 0 {
+                        counters.redelivered.add(again);
+                        self.stats.redelivered.add(again);
+                    }
+                    let batch = KeyBatch {
+                        key: Arc::from(bk.as_str()),
+                        messages: run
+                            .iter()
+                            .map(|(m, _, a)| Delivery {
+                                payload: m.payload.clone(),
+                                redelivered: *a,
+                            })
+                            .collect(),
+                    };
+                    let disposition = {
+                        let _permit = s.budget.acquire().await.expect("never closed");
+                        s.handler.handle(batch).await
+                    };
+                    let n = run.len() as u64;
+                    match disposition {
+                        Disposition::Ack => {
+                            let mut failed = 0u64;
+                            for (m, _, _) in run {
+                                if let Err(e) = m.ack().await {
+                                    failed += 1;
+                                    self.stats.error("ack", &classify(e.to_string()));
+                                }
+                            }
+                            counters.acked.add(n - failed);
+                            counters.ack_errors.add(failed);
+                            self.stats.acked.add(n - failed);
+                            if let Some(top) = run.iter().map(|(_, seq, _)| *seq).max() {
+                                floor = floor.max(top);
+                            }
+                        }
+                        Disposition::Refuse => {
+                            counters.refused.add(n);
+                            self.stats.refused.add(n);
+                            blocked_until = Instant::now() + lease;
+                            for (m, seq, _) in run {
+                                waiting.insert(*seq);
+                                self.nak(m, lease).await;
+                            }
+                            refused_at = Some(i);
+                            break;
+                        }
+                    }
+                }
+                if let Some(i) = refused_at {
+                    // The runs after a refused one wait for it.
+                    let rest: Vec<_> = runs.into_iter().skip(i + 1).collect();
+                    let delay = lease + Duration::from_millis(20);
+                    for (_, run) in rest {
+                        self.stats.deferred.add(run.len() as u64);
+                        for (m, seq, _) in run {
+                            waiting.insert(seq);
+                            self.nak(&m, delay).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn nak(&self, m: &jetstream::Message, delay: Duration) {
+        self.stats.naks.inc();
+        if let Err(e) = m.ack_with(AckKind::Nak(Some(delay))).await {
+            self.stats.error("nak", &classify(e.to_string()));
+        }
+    }
+}
+
+/// One batch key's deliveries: (message, stream sequence, redelivered).
+type Run = Vec<(jetstream::Message, u64, bool)>;
+
+/// What a stream's lane tasks share.
+struct StreamCtx {
+    batch: usize,
+    counters: Arc<crate::broker::StreamCounters>,
+    handler: Arc<dyn BatchHandler>,
+    budget: Semaphore,
+    stop: CancellationToken,
+}
+
+#[async_trait]
+impl Broker for NatsBroker {
+    async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
+        let o = &self.options;
+        let storage = match topology.durability {
+            Durability::Default => stream::StorageType::File,
+            Durability::Fsync if o.syncs_always() => stream::StorageType::File,
+            Durability::Fsync => {
+                return Err(BrokerError::Config {
+                    field: "durability".into(),
+                    message: format!(
+                        "JetStream fsyncs file storage every sync_interval, a server-wide setting (nats.sync_interval says {}); durability: fsync needs a server with `jetstream {{ sync_interval: always }}` (nats-server >= 2.10) and nats.sync_interval=always",
+                        o.sync_interval
+                    ),
+                })
+            }
+            Durability::Memory | Durability::None => stream::StorageType::Memory,
+        };
+        let (client, js) = self.connect().await?;
+        let version = client.server_info().version;
+        let keys = topology.keys.max(1);
+        let lanes = self.physical_lanes(topology);
+        let max_ack_pending = if o.max_ack_pending > 0 {
+            o.max_ack_pending
+        } else {
+            1000
+        };
+        let dedup = topology.dedup_window_sec > 0;
+        let mut states = HashMap::new();
+        for t in &topology.topics {
+            let tok = token(&t.name);
+            let name = format!("CB_{tok}");
+            if topology.reset {
+                if let Err(e) = js.delete_stream(&name).await {
+                    let text = e.to_string();
+                    if !text.contains("not found") {
+                        return Err(classify(format!("deleting stream {name}: {text}")));
+                    }
+                }
+            }
+            let config = stream::Config {
+                name: name.clone(),
+                subjects: vec![format!("cb.{tok}.>")],
+                storage,
+                num_replicas: 1,
+                retention: stream::RetentionPolicy::Limits,
+                duplicate_window: if dedup {
+                    Duration::from_secs(topology.dedup_window_sec)
+                } else {
+                    Duration::ZERO
+                },
+                ..Default::default()
+            };
+            let st = js
+                .get_or_create_stream(config)
+                .await
+                .map_err(|e| classify(format!("creating stream {name}: {e}")))?;
+            let mut consumers = HashMap::new();
+            for g in &t.groups {
+                let made: Vec<consumer::PullConsumer> = futures::stream::iter(0..lanes)
+                    .map(|l| {
+                        let st = &st;
+                        let cfg = consumer::pull::Config {
+                            durable_name: Some(format!("{}_l{l}", token(g))),
+                            filter_subject: format!("cb.{tok}.l{l}.*"),
+                            ack_policy: consumer::AckPolicy::Explicit,
+                            ack_wait: o.ack_wait,
+                            max_ack_pending,
+                            max_deliver: -1,
+                            deliver_policy: consumer::DeliverPolicy::All,
+                            ..Default::default()
+                        };
+                        async move {
+                            let name = cfg.durable_name.clone().unwrap_or_default();
+                            match st.get_consumer::<consumer::pull::Config>(&name).await {
+                                Ok(c) => Ok(c),
+                                Err(_) => st.create_consumer(cfg).await.map_err(|e| {
+                                    classify(format!("creating consumer {name}: {e}"))
+                                }),
+                            }
+                        }
+                    })
+                    .buffered(o.setup_concurrency)
+                    .try_collect()
+                    .await?;
+                consumers.insert(g.clone(), made);
+            }
+            states.insert(
+                t.name.clone(),
+                Arc::new(TopicState {
+                    stream: name,
+                    token: tok,
+                    consumers,
+                    dedup,
+                }),
+            );
+        }
+        *self.topics.write() = states;
+        self.keys.store(keys, Ordering::Relaxed);
+        self.lanes.store(lanes, Ordering::Relaxed);
+        self.topo_lanes
+            .store(topology.lanes.clamp(1, keys), Ordering::Relaxed);
+        let streams = topology.stream_count() as u64;
+        let storage_name = match storage {
+            stream::StorageType::File => "file",
+            stream::StorageType::Memory => "memory",
+        };
+        let mut notes = vec![
+            format!("nats-server {version}; JetStream, {storage_name} storage, replicas 1"),
+            match storage {
+                stream::StorageType::File => format!(
+                    "file storage is fsynced every sync_interval = {} (as stated by nats.sync_interval; nats-server's default is 2m): a PubAck means written to the page cache, not fsynced",
+                    o.sync_interval
+                ),
+                stream::StorageType::Memory => {
+                    "memory storage: nothing survives a server restart".into()
+                }
+            },
+            format!(
+                "one durable pull consumer per (group, lane): {lanes} lanes per stream, ack_wait {} ms (the lease; refused batches are nak'd with that delay), max_ack_pending {max_ack_pending}",
+                o.ack_wait.as_millis()
+            ),
+        ];
+        if dedup {
+            notes.push(format!(
+                "dedup: duplicate_window {} s, Nats-Msg-Id = hash of (topic, key, payload)",
+                topology.dedup_window_sec
+            ));
+        } else {
+            notes.push("dedup off: no Nats-Msg-Id".into());
+        }
+        if lanes < keys {
+            notes.push(format!(
+                "{keys} keys hashed onto {lanes} lane subjects (FNV-1a); a lane's keys are handed one run at a time"
+            ));
+        }
+        Ok(Description {
+            system: "nats".into(),
+            variant: format!("lane-consumers/{storage_name}"),
+            durability: match storage {
+                stream::StorageType::File if o.syncs_always() => Durability::Fsync,
+                stream::StorageType::File => Durability::Default,
+                stream::StorageType::Memory => Durability::Memory,
+            },
+            fan_out: FanOut::Native,
+            delivery: DeliveryGuarantee::AtLeastOnce,
+            ordered_lanes: lanes * streams,
+            physical_queues: topology.topics.len() as u64,
+            consumer_members: lanes * streams,
+            connections: 1,
+            publishes_per_ingress_event: topology.native_publishes_per_ingress_event(),
+            semantics_built_in_app: vec![
+                "per-key order: keys hashed onto lane subjects, one pull consumer per lane".into(),
+                "a refused batch holds its lane: later deliveries are nak'd until it is back"
+                    .into(),
+                "a redelivery of what the lane already acked (ack wait run out in the client) is acked again, not handed twice".into(),
+            ],
+            notes,
+            lease_ms: Some(o.ack_wait.as_millis() as u64),
+        })
+    }
+
+    async fn publish(&self, topic: &str, key: &str, payloads: &[Bytes]) -> Result<(), BrokerError> {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let t = self.topic(topic)?;
+        let js = self.ready()?;
+        let lane = lane_of(key, self.lanes.load(Ordering::Relaxed));
+        let subject = format!("cb.{}.l{lane}.{}", t.token, key_token(key));
+        self.stats.publish_calls.inc();
+        let mut acks = Vec::with_capacity(payloads.len());
+        for p in payloads {
+            let mut m = jetstream::message::PublishMessage::build().payload(p.clone());
+            if t.dedup {
+                m = m.message_id(message_id(topic, key, p));
+            }
+            match js.send_publish(subject.clone(), m).await {
+                Ok(a) => acks.push(a),
+                Err(e) => {
+                    let e = publish_error(e);
+                    self.stats.error("publish", &e);
+                    return Err(e);
+                }
+            }
+        }
+        let mut first_err = None;
+        let acks = acks.into_iter().map(std::future::IntoFuture::into_future);
+        for r in futures::future::join_all(acks).await {
+            match r {
+                Ok(ack) => {
+                    self.stats.logical_publishes.inc();
+                    if ack.duplicate {
+                        self.stats.duplicates.inc();
+                    }
+                }
+                Err(e) => {
+                    let e = publish_error(e);
+                    self.stats.error("publish", &e);
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    async fn consume(
+        &self,
+        topic: &str,
+        group: &str,
+        options: ConsumeOptions,
+        handler: Arc<dyn BatchHandler>,
+        stop: CancellationToken,
+    ) -> Result<(), BrokerError> {
+        let t = self.topic(topic)?;
+        let consumers =
+            t.consumers.get(group).cloned().ok_or_else(|| {
+                BrokerError::Other(format!("unknown group {group:?} on {topic:?}"))
+            })?;
+        let ctx = Arc::new(StreamCtx {
+            batch: options.batch.max(1),
+            counters: options.counters.clone(),
+            handler,
+            // Handler calls at once: twice the stage's lane budget (pgmq's read-ahead is too).
+            budget: Semaphore::new(options.lanes.max(1) * 2),
+            stop,
+        });
+        futures::future::join_all(consumers.into_iter().map(|c| self.lane(c, ctx.clone()))).await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.read_server(&t, group)).await;
+        Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let mut m = counter::snapshot("nats_", &self.stats);
+        let server = Server::default();
+        let figs = self.server.lock();
+        let mut per_stream: HashMap<&str, (u64, u64)> = HashMap::new();
+        for ((stream, _), fig) in figs.iter() {
+            per_stream.insert(stream.as_str(), (fig[0], fig[1]));
+        }
+        for (messages, bytes) in per_stream.values() {
+            server.server_stream_messages.add(*messages);
+            server.server_stream_bytes.add(*bytes);
+        }
+        for fig in figs.values() {
+            server.server_num_pending.add(fig[2]);
+            server.server_num_ack_pending.add(fig[3]);
+            server.server_num_redelivered.add(fig[4]);
+            server.server_ack_floor_stream_seq_sum.add(fig[5]);
+        }
+        drop(figs);
+        m.extend(counter::snapshot("nats_", &server));
+        let lanes = self.lanes.load(Ordering::Relaxed);
+        let gauges = Gauges {
+            lanes,
+            lane_consumers: self
+                .topics
+                .read()
+                .values()
+                .map(|t| t.consumers.values().map(|c| c.len() as u64).sum::<u64>())
+                .sum(),
+            ack_wait_ms: self.options.ack_wait.as_millis() as u64,
+        };
+        m.extend(counter::snapshot("nats_", &gauges));
+        m
+    }
+
+    async fn close(&self) -> Result<(), BrokerError> {
+        if let Some((c, _)) = self.client.get() {
+            let _ = c.flush().await;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip() {
+        assert_eq!(key_token("p17"), "p17");
+        let t = key_token("a.b c");
+        assert!(t.starts_with('~') && !t.contains('.'));
+        assert_eq!(key_from_token(&t), "a.b c");
+        assert_eq!(token("cm.ota sync"), "cm_ota_sync");
+    }
+
+    #[test]
+    fn message_ids_follow_the_publish() {
+        let a = message_id("t", "p1", b"x");
+        assert_eq!(a, message_id("t", "p1", b"x"));
+        assert_ne!(a, message_id("t", "p2", b"x"));
+        assert_ne!(a, message_id("t", "p1", b"y"));
+        assert_eq!(a.len(), 32);
+    }
+
+    #[test]
+    fn snapshot_keys() {
+        let b = NatsBroker::new(NatsOptions::default()).unwrap();
+        let keys: Vec<String> = b.counters().into_keys().collect();
+        for k in [
+            "nats_logical_publishes",
+            "nats_duplicates",
+            "nats_acked",
+            "nats_refused",
+            "nats_deferred",
+            "nats_server_num_pending",
+            "nats_server_num_redelivered",
+            "nats_server_ack_floor_stream_seq_sum",
+            "nats_lanes",
+        ] {
+            assert!(keys.iter().any(|x| x == k), "{k} in {keys:?}");
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Redis Streams adapter. Options are always compiled so scenario files parse in every
+//! build; the adapter itself needs the `redis` feature (the `redis` crate, tokio
+//! connection manager).
+
+pub mod options;
+pub use options::RedisOptions;
+
+#[cfg(feature = "redis")]
+mod adapter;
+#[cfg(feature = "redis")]
+pub use adapter::{server_tier, RedisBroker};
