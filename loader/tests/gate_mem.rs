@@ -44,10 +44,14 @@ fn an_aa_gate_on_the_control_broker_passes() {
     let (exit, dir, rec) = execute(&req).expect("the gate runs");
     assert_eq!(exit, Exit::Pass, "{}", rec.markdown());
     assert_eq!(rec.verdict, Verdict::Pass);
-    assert_eq!(
+    // 10 ABBA pairs; a noisy machine (the real-fault tests run beside this suite)
+    // may make one metric look worse, and the confirmation stage (10 fresh pairs in
+    // reverse order) must then clear it: the verdict above is PASS either way.
+    assert!(
+        rec.legs.len() == 20 || rec.legs.len() == 40,
+        "10 ABBA pairs, and 10 more only for a confirmation: {} legs\n{}",
         rec.legs.len(),
-        20,
-        "10 ABBA pairs, no confirmation stage needed"
+        rec.markdown()
     );
     // ABBA: pair 1 runs the baseline first, pair 2 the candidate first.
     assert_eq!(rec.legs[0].arm, "baseline");
