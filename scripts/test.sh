@@ -50,32 +50,8 @@ cargo clippy -p crossbench -- -D warnings
 cargo clippy -p crossbench-adapters --no-default-features -- -D warnings
 
 step "cargo test"
-cargo test --workspace --all-features --no-run
-# The real-fault tests (loader/tests/faults_real.rs, names starting real_fault_) run
-# beside the rest: their cells mostly wait on a broker that is down or restarting, each
-# on a victim of its own (never the shared services), so they get a run lock of their
-# own instead of queueing behind every other cell. Together they take ~6 minutes.
-faults_exe=$(cargo test -p crossbench --all-features --test faults_real --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("executable") and m.get("target", {}).get("name") == "faults_real":
-        print(m["executable"])')
-[ -x "$faults_exe" ] || { echo "the faults_real test binary was not built" >&2; exit 1; }
-(cd loader && CROSSBENCH_LOCK=/tmp/crossbench-faults-real.lock "$faults_exe" --test-threads 1 \
-  > ../target/test-faults-real.txt 2>&1; echo $? > ../target/test-faults-real.rc) &
-faults_pid=$!
 status=0
-cargo test --workspace --all-features --no-fail-fast -- --skip real_fault_ 2>&1 | tee target/test-output.txt || status=$?
-step "the real-fault tests (run beside the rest)"
-wait "$faults_pid" || true
-cat target/test-faults-real.txt
-cat target/test-faults-real.txt >> target/test-output.txt
-faults_status=$(cat target/test-faults-real.rc 2>/dev/null || echo 1)
-if [ "$faults_status" -ne 0 ] && [ "$status" -eq 0 ]; then status=$faults_status; fi
+cargo test --workspace --all-features --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
 # Summarise for CI logs, whose middle may be cut: the reason of every failed test is
 # repeated here, at the end, a few lines each.
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
