@@ -289,7 +289,7 @@ fn real_fault_tansu_killed_and_restarted() {
         return;
     };
     if !cfg!(feature = "kafka") {
-        eprintln!("SKIP: built without the kafka feature");
+        support::skipped("built without the kafka feature");
         return;
     }
     let (code, r, text, _tmp) = cell(

@@ -66,7 +66,9 @@ fn report_of_real_cells_renders_in_headless_chromium() {
         if std::env::var_os("CI").is_some() {
             panic!("{CHROMIUM} missing and CI is set (run scripts/provision/chromium.sh)");
         }
-        eprintln!("SKIP: {CHROMIUM} missing (run scripts/provision/chromium.sh)");
+        support::skipped(&format!(
+            "{CHROMIUM} missing (run scripts/provision/chromium.sh)"
+        ));
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

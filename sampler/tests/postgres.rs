@@ -3,6 +3,9 @@
 //! (the test command provisions PostgreSQL first): then it fails.
 #![cfg(feature = "postgres")]
 
+#[path = "../../adapters/tests/support/services.rs"]
+#[allow(dead_code)]
+mod services;
 use std::time::Duration;
 
 use sampler::{SamplerConfig, TargetSpec};
@@ -11,18 +14,7 @@ const DSN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 #[test]
 fn postgres_internals() {
-    let up = std::net::TcpStream::connect_timeout(
-        &"127.0.0.1:5432".parse().unwrap(),
-        Duration::from_secs(1),
-    )
-    .is_ok();
-    if !up {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "nothing listens on 127.0.0.1:5432 and CI is set (run scripts/provision/pgmq.sh)"
-            );
-        }
-        println!("SKIP postgres_internals: nothing listens on 127.0.0.1:5432");
+    if !services::reachable("127.0.0.1:5432", "PostgreSQL", "scripts/provision/pgmq.sh") {
         return;
     }
     // Some commits while sampling.

@@ -396,7 +396,7 @@ pub fn need<T>(what: &str, made: Result<T, String>) -> Option<T> {
             panic!("{what}: {why} (the test command provisions it; see README)")
         }
         Err(why) => {
-            eprintln!("SKIP: {what}: {why}");
+            super::services::skipped(&format!("{what}: {why}"));
             None
         }
     }
