@@ -18,7 +18,6 @@
 //! grammar, in `checker/src/scan.rs` (`mod fuzz`).
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use checker::{parse_produced, verify_dir, CheckError, Verdict, VerifyOptions};
@@ -430,23 +429,15 @@ fn check_verdict(v: &Verdict, logs: &[&[u8]; 2]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Give `path` the content `bytes` (`None`: no file). The file is overwritten in
-/// place and cut to length, never truncated to zero and rewritten (ext4 then flushes
-/// it on close, and every case would wait for the disk) nor created anew (ext4 then
-/// scans its inode bitmap past the recently deleted ones, slower with every case).
+/// Give `path` the content `bytes` ([`fuzzing::rewrite`], in place), or no file at all
+/// (`None`).
 fn rewrite(path: &Path, bytes: Option<&[u8]>) {
-    let Some(bytes) = bytes else {
-        let _ = fs::remove_file(path);
-        return;
-    };
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .expect("open the case's file");
-    f.write_all(bytes).expect("write the case's file");
-    f.set_len(bytes.len() as u64).expect("cut the case's file");
+    match bytes {
+        Some(bytes) => fuzzing::rewrite(path, bytes),
+        None => {
+            let _ = fs::remove_file(path);
+        }
+    }
 }
 
 fn run_record(dir: &Path, r: &Record) -> Result<(), TestCaseError> {
