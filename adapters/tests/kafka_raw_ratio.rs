@@ -15,9 +15,9 @@
 //! smaller pair ([`N_FLOOR`] records) against the bare client the adapter is built on
 //! (rdkafka's `FutureProducer` with the adapter's producer settings, and a
 //! `StreamConsumer` with auto-commit) on the provisioned tansu, and asserts that the
-//! produce ratio and the consume ratio each stay above [`FLOOR`]: far below the target (0.9) and below
-//! what a debug build on a loaded machine gives, it catches a collapse (0.06 was once
-//! seen), not noise. Needs a Kafka-protocol broker on 127.0.0.1:9092
+//! produce ratio and the consume ratio each stay above [`FLOOR`]: far below the
+//! target (0.9) and below what a debug build on a loaded machine gives, it catches a
+//! collapse (0.06 was once seen), not noise. Needs a Kafka-protocol broker on 127.0.0.1:9092
 //! (scripts/provision/tansu.sh): skips by hand without one, fails under `CI`.
 #![cfg(feature = "kafka")]
 

@@ -19,11 +19,21 @@ pub fn reachable(addr: &str, what: &str, provision: &str) -> bool {
 /// `what` is not there: under `CI` the test fails naming the script that provisions
 /// it; run by hand it prints SKIP and the caller returns (false).
 pub fn absent(what: &str, addr: &str, provision: &str) -> bool {
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} not reachable at {addr} and CI is set (run {provision})");
-    }
-    skipped(&format!("{what} not reachable at {addr} (run {provision})"));
+    unavailable(
+        &format!("{what} not reachable at {addr}"),
+        &format!("run {provision}"),
+    );
     false
+}
+
+/// Something the test needs is missing (`what`, with why): under `CI`, where the test
+/// command provisions everything, the test fails, saying how to get it (`fix`); run by
+/// hand it is [`skipped`] and the caller returns.
+pub fn unavailable(what: &str, fix: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} and CI is set ({fix})");
+    }
+    skipped(&format!("{what} ({fix})"));
 }
 
 /// Say that the running test skips (part of) its work, and why: a SKIP line on the

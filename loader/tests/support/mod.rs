@@ -12,7 +12,7 @@ pub mod secrets;
 #[path = "../../../adapters/tests/support/services.rs"]
 mod services;
 pub mod victims;
-pub use services::{absent, queen_url, reachable, skipped};
+pub use services::{absent, queen_url, reachable, skipped, unavailable};
 
 /// One cell at a time within a test binary: the cells share the servers and 2 cores.
 pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
