@@ -25,6 +25,8 @@ use loader::campaign::arms;
 use loader::campaign::file::{CampaignError, CampaignFile};
 use loader::measure::clock::Clock;
 use loader::measure::window::RatedWindow;
+use loader::pacing::pacer::Timing;
+use loader::pacing::work_timer::{Lanes, WorkTimer};
 use loader::record::stream_log::StreamLogs;
 use loader::scenario::{self, ScenarioError};
 use loader::workload::pipeline::metrics::Metrics;
@@ -798,6 +800,17 @@ fn fuzz_pipeline_stage() {
     let now = clock.now_us();
     let window = Arc::new(RatedWindow::default());
     window.set(now - 1_000_000, now + 3_600_000_000);
+    // Paused time: the stage's simulated work (0 ms) does not wait for a timer tick.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let mut lanes = Lanes::default();
+    let group = lanes.add_group(4);
+    let timer = rt
+        .block_on(async { WorkTimer::start(lanes, Timing::Virtual) })
+        .unwrap();
     let env = StageEnv {
         broker: Arc::new(MemBroker::new(MemOptions::default())),
         metrics: Arc::new(Metrics::new(std::slice::from_ref(&def))),
@@ -807,14 +820,9 @@ fn fuzz_pipeline_stage() {
         stop: CancellationToken::new(),
         seed: 1,
         properties: 64,
+        timer,
     };
-    let stage = Stage::new(0, def, 4, logs.log(0), &env);
-    // Paused time: the stage's simulated work (0 ms) does not wait for a timer tick.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let stage = Stage::new(0, def, group, logs.log(0), &env);
     // Found by this property: a stamp whose ts is i64::MIN overflowed `now - ts`.
     let pinned = [Input(
         Stamp {

@@ -203,6 +203,36 @@ fn slow_publishers_shed_and_the_identity_holds() {
     );
 }
 
+/// The harness's own ceiling, as a verdict: the seed's dense shape on the control
+/// broker (72 000 deliveries/s over 1950 lanes), briefly, must PASS with its rated
+/// window HELD at the full rate, no event shed and the schedule-lag rule as it stands,
+/// in the debug build the test command uses. Only the loader-CPU rule is waived: an
+/// unoptimised build burns most of the two cores (1.7 here) where the release build
+/// needs a third of one. Its CPU per delivery is a figure for docs/performance.md
+/// (release), not something a test times.
+#[test]
+fn control_dense_holds_its_full_rate_on_the_control_broker() {
+    let (code, r, _tmp) = run(
+        &scenario("control-dense.yaml"),
+        &[
+            "duration=6s",
+            "warmup=2s",
+            "ramp=1s",
+            "void.loader_cpu_max=1",
+        ],
+    );
+    let show = support::summary(&r);
+    assert_eq!(code, 0, "exit code; {show}");
+    support::assert_clean_pass(&r);
+    assert_eq!(r["load"]["verdict"], "HELD", "{show}");
+    assert_eq!(r["void"]["void"], false, "{show}");
+    let t = &r["throughput"];
+    assert_eq!(t["deliveries_per_sec"].as_f64(), Some(72_000.0), "{t}");
+    for f in ["A", "B"] {
+        assert_eq!(u(&r["flows"][f]["shed"]), 0, "flow {f}: {show}");
+    }
+}
+
 #[test]
 fn a_saturated_loader_makes_the_cell_void() {
     // Ask the pacer for far more than one core can schedule: it falls behind its

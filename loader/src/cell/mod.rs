@@ -145,7 +145,7 @@ pub async fn run<W: Workload>(
         .iter()
         .map(|_| Arc::new(StreamCounters::default()))
         .collect();
-    let handlers = workload.attach(&env, &logs, &counters);
+    let handlers = workload.attach(&env, &logs, &counters)?;
     let tally = workload.tally();
     let consumers = crate::cell::consumers::start(&broker, &specs, handlers, &counters, &env.stop);
 

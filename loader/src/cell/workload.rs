@@ -151,7 +151,7 @@ pub trait Workload: Send + Sync {
         env: &CellEnv,
         logs: &StreamLogs,
         counters: &[Arc<StreamCounters>],
-    ) -> Vec<Arc<dyn BatchHandler>>;
+    ) -> anyhow::Result<Vec<Arc<dyn BatchHandler>>>;
     /// The live progress: `report.csv`'s columns, interval logs and console line.
     fn progress(&self) -> Box<dyn ProgressSource>;
     /// Work before paced traffic (the pipeline's hydration), with `say` for the

@@ -7,6 +7,7 @@ pub mod lock;
 pub mod report;
 pub mod run;
 pub mod sample;
+pub mod selftest;
 pub mod signals;
 pub mod verify;
 
@@ -91,6 +92,8 @@ pub enum Command {
     Plot(report::PlotArgs),
     /// One self-contained HTML page with tables, plots, verdicts and links to the raw files.
     Report(report::ReportArgs),
+    /// Measure crossbench itself (the floor of a cell's work; docs/performance.md).
+    Selftest(selftest::SelftestArgs),
 }
 
 /// Run a parsed command line.
@@ -137,5 +140,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Compare(a) => report::compare(a),
         Command::Plot(a) => report::plot(a),
         Command::Report(a) => report::report(a),
+        Command::Selftest(a) => selftest::selftest(a),
     }
 }

@@ -10,7 +10,9 @@
 //!
 //! [`Pacer`] is the schedule-following state machine, driven by the elapsed time it
 //! is given (tests drive it with a mock clock); [`Paced`] runs one on its own OS
-//! thread at raised priority, or, when the cell's time is virtual, as a task.
+//! thread at raised priority, or on a thread it shares with the cell's other clocked
+//! work ([`crate::pacing::work_timer::WorkTimer::pace`]), or, when the cell's time is
+//! virtual, as a task.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -116,6 +118,11 @@ impl<E: FnMut(Slot) -> bool + Send + 'static> Pacer<E> {
         }
     }
 
+    /// When paced traffic starts.
+    pub fn start_instant(&self) -> Instant {
+        self.spec.start
+    }
+
     /// Slots in the whole schedule.
     pub fn total(&self) -> u64 {
         self.total
@@ -176,9 +183,24 @@ impl<E: FnMut(Slot) -> bool + Send + 'static> Pacer<E> {
     }
 }
 
+/// A pacer with its emit closure's type erased: what a shared thread steps.
+pub trait Step: Send {
+    /// [`Pacer::step`].
+    fn step(&mut self, elapsed: Duration) -> Option<Duration>;
+}
+
+impl<E: FnMut(Slot) -> bool + Send + 'static> Step for Pacer<E> {
+    fn step(&mut self, elapsed: Duration) -> Option<Duration> {
+        Pacer::step(self, elapsed)
+    }
+}
+
 enum Driver {
     Thread(thread::JoinHandle<()>),
     Task(tokio::task::JoinHandle<()>),
+    /// Stepped by a shared thread, which drops the pacer (closing this receiver) when
+    /// its schedule is done or it is stopped.
+    Shared(tokio::sync::oneshot::Receiver<()>),
 }
 
 /// A running producer: its pacer and the publish workers it feeds.
@@ -243,6 +265,20 @@ impl Paced {
         }
     }
 
+    /// A pacer stepped by a shared thread: `done` closes when the thread has dropped
+    /// it, and the thread drops it once `stop` is set.
+    pub fn shared(
+        done: tokio::sync::oneshot::Receiver<()>,
+        workers: JoinSet<()>,
+        stop: Arc<AtomicBool>,
+    ) -> Paced {
+        Paced {
+            driver: Some(Driver::Shared(done)),
+            workers,
+            stop,
+        }
+    }
+
     /// Stop pacing now (Ctrl-C); what is queued is still published.
     pub fn stop_early(&self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -257,6 +293,10 @@ impl Paced {
             }
             Some(Driver::Task(h)) => {
                 let _ = h.await;
+            }
+            Some(Driver::Shared(done)) => {
+                // Closed, never sent: the thread dropped the pacer.
+                let _ = done.await;
             }
             None => {}
         }

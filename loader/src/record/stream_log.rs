@@ -1,12 +1,15 @@
 //! Stream logs: one `<key>,<seq>` line per processed message, per consumer stream,
 //! in processing order. The checker reads them against `produced.meta`.
 //!
-//! A handler never touches a file: it formats its batch's lines and queues them, and
-//! one writer thread per cell appends them to the right file. The queue is bounded
-//! ([`QUEUE_BATCHES`]); a handler waits only when the writer is that far behind. The
-//! writer drains the queue every [`WRITER_PERIOD`] instead of being woken per batch,
-//! so queueing a batch costs no wake-up of another thread.
-//! A stream's lines reach its file in the order they were queued, so a key's lines
+//! A handler never touches a file. Each stream has a buffer in memory; a handler
+//! formats its batch's lines straight into its stream's buffer, under that buffer's
+//! lock for the time of the copy (no allocation, no channel, no wake-up of another
+//! thread). One writer thread per cell swaps every buffer for an empty one each
+//! [`WRITER_PERIOD`] and appends what it took to the stream's file. A buffer holds at
+//! most [`BUFFER_LIMIT`] bytes: a handler that finds its stream's buffer full waits
+//! until the writer has emptied it, so a slow disk slows the handlers instead of
+//! growing memory.
+//! A stream's lines reach its file in the order they were appended, so a key's lines
 //! keep the order its batches were processed in.
 
 use std::fs::File;
@@ -16,22 +19,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
-/// Batches of lines that may wait for the writer, all streams together.
-pub const QUEUE_BATCHES: usize = 4096;
-/// How often the writer drains the queue when it found it empty.
+/// The most bytes one stream's lines may wait for the writer (about 800 000 lines).
+pub const BUFFER_LIMIT: usize = 8 << 20;
+/// How often the writer empties the buffers.
 pub const WRITER_PERIOD: std::time::Duration = std::time::Duration::from_millis(2);
 
-enum Msg {
-    Lines(usize, Vec<u8>),
-    Close,
-}
-
 struct Shared {
-    tx: mpsc::Sender<Msg>,
+    /// Each stream's lines not yet taken by the writer.
+    buffers: Vec<Mutex<Vec<u8>>>,
+    /// Set by `close`: appends fail from then on (checked under a buffer's lock, so
+    /// an append either lands before the writer's last pass or fails).
     closed: AtomicBool,
+    /// The writer emptied the buffers (wakes handlers waiting for room).
+    drained: Notify,
     writer: Mutex<Option<std::thread::JoinHandle<std::io::Result<()>>>>,
+    writer_thread: std::thread::Thread,
     paths: Vec<PathBuf>,
 }
 
@@ -56,6 +60,39 @@ pub struct StreamLog {
     index: usize,
 }
 
+/// The writer thread: empty every buffer into its file each period; after `closed`,
+/// one last pass, then flush and sync every file.
+fn write_loop(shared: &Shared, mut files: Vec<BufWriter<File>>) -> std::io::Result<()> {
+    let mut taken: Vec<Vec<u8>> = vec![Vec::new(); files.len()];
+    let mut failed: Option<std::io::Error> = None;
+    loop {
+        // Read before the pass: a close seen here has its last appends in the buffers.
+        let last = shared.closed.load(Ordering::SeqCst);
+        for (i, t) in taken.iter_mut().enumerate() {
+            std::mem::swap(&mut *shared.buffers[i].lock(), t);
+            if !t.is_empty() && failed.is_none() {
+                if let Err(e) = files[i].write_all(t) {
+                    failed = Some(e);
+                }
+            }
+            t.clear();
+        }
+        shared.drained.notify_waiters();
+        if last {
+            break;
+        }
+        std::thread::park_timeout(WRITER_PERIOD);
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    for f in &mut files {
+        f.flush()?;
+        f.get_ref().sync_all()?;
+    }
+    Ok(())
+}
+
 impl StreamLogs {
     /// Create `<dir>/<name>.log` for every name, and start the writer.
     pub fn create(dir: &Path, names: &[String]) -> std::io::Result<StreamLogs> {
@@ -68,49 +105,28 @@ impl StreamLogs {
             files.push(BufWriter::with_capacity(1 << 20, f));
             paths.push(p);
         }
-        let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE_BATCHES);
+        // The writer needs the shared state, and the state names the writer's thread:
+        // start it parked until the state exists.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Shared>>(1);
         let writer = std::thread::Builder::new()
             .name("stream-logs".into())
             .spawn(move || -> std::io::Result<()> {
-                let mut failed: Option<std::io::Error> = None;
-                loop {
-                    let m = match rx.try_recv() {
-                        Ok(m) => m,
-                        Err(mpsc::error::TryRecvError::Empty) => {
-                            std::thread::sleep(WRITER_PERIOD);
-                            continue;
-                        }
-                        Err(mpsc::error::TryRecvError::Disconnected) => break,
-                    };
-                    match m {
-                        Msg::Lines(i, bytes) => {
-                            if failed.is_none() {
-                                if let Err(e) = files[i].write_all(&bytes) {
-                                    failed = Some(e);
-                                }
-                            }
-                        }
-                        Msg::Close => break,
-                    }
-                }
-                rx.close();
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                for f in &mut files {
-                    f.flush()?;
-                    f.get_ref().sync_all()?;
-                }
-                Ok(())
+                let Ok(shared) = rx.recv() else {
+                    return Ok(());
+                };
+                write_loop(&shared, files)
             })?;
-        Ok(StreamLogs {
-            shared: Arc::new(Shared {
-                tx,
-                closed: AtomicBool::new(false),
-                writer: Mutex::new(Some(writer)),
-                paths,
-            }),
-        })
+        let shared = Arc::new(Shared {
+            buffers: (0..paths.len()).map(|_| Mutex::new(Vec::new())).collect(),
+            closed: AtomicBool::new(false),
+            drained: Notify::new(),
+            writer_thread: writer.thread().clone(),
+            writer: Mutex::new(Some(writer)),
+            paths,
+        });
+        tx.send(shared.clone())
+            .map_err(|_| std::io::Error::other("the stream log writer did not start"))?;
+        Ok(StreamLogs { shared })
     }
 
     /// The log of stream `index` (the order of the names given to `create`).
@@ -126,13 +142,15 @@ impl StreamLogs {
         &self.shared.paths
     }
 
-    /// Write what is queued, flush and sync every file, stop the writer. Call it once
+    /// Write what is buffered, flush and sync every file, stop the writer. Call it once
     /// every handler has stopped: later appends fail.
     pub async fn close(&self) -> std::io::Result<()> {
         if self.shared.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
-        let _ = self.shared.tx.send(Msg::Close).await;
+        self.shared.writer_thread.unpark();
+        // Handlers waiting for room fail now instead of waiting for a writer that stops.
+        self.shared.drained.notify_waiters();
         let writer = self.shared.writer.lock().take();
         match writer {
             Some(h) => tokio::task::spawn_blocking(move || h.join())
@@ -144,28 +162,55 @@ impl StreamLogs {
     }
 }
 
+fn closed_error() -> std::io::Error {
+    std::io::Error::other("stream log already closed")
+}
+
 impl StreamLog {
-    /// Queue one line per (key, seq), in order. Fails once the logs are closed (the
-    /// run is over): the caller must then not acknowledge what it did not record.
-    pub async fn append(&self, entries: impl Iterator<Item = (u64, i64)>) -> std::io::Result<()> {
+    /// Append one line per (key, seq), in order. Waits while the stream's buffer is
+    /// full. Fails once the logs are closed (the run is over): the caller must then
+    /// not acknowledge what it did not record.
+    pub async fn append(
+        &self,
+        entries: impl Iterator<Item = (u64, i64)> + Clone,
+    ) -> std::io::Result<()> {
         let shared = &self.logs.shared;
+        loop {
+            if self.try_append(entries.clone())? {
+                return Ok(());
+            }
+            // Full: wait for the writer's next pass, registered before looking again
+            // so a pass between the look and the wait is not missed.
+            let drained = shared.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.try_append(entries.clone())? {
+                return Ok(());
+            }
+            shared.writer_thread.unpark();
+            drained.await;
+        }
+    }
+
+    /// Append when the buffer has room: Ok(false) when it is full.
+    fn try_append(&self, entries: impl Iterator<Item = (u64, i64)>) -> std::io::Result<bool> {
+        let shared = &self.logs.shared;
+        let mut buf = shared.buffers[self.index].lock();
         if shared.closed.load(Ordering::SeqCst) {
-            return Err(std::io::Error::other("stream log already closed"));
+            return Err(closed_error());
+        }
+        if buf.len() >= BUFFER_LIMIT {
+            return Ok(false);
         }
         let mut a = itoa::Buffer::new();
         let mut b = itoa::Buffer::new();
-        let mut bytes = Vec::with_capacity(16 * entries.size_hint().0);
         for (k, s) in entries {
-            bytes.extend_from_slice(a.format(k).as_bytes());
-            bytes.push(b',');
-            bytes.extend_from_slice(b.format(s).as_bytes());
-            bytes.push(b'\n');
+            buf.extend_from_slice(a.format(k).as_bytes());
+            buf.push(b',');
+            buf.extend_from_slice(b.format(s).as_bytes());
+            buf.push(b'\n');
         }
-        shared
-            .tx
-            .send(Msg::Lines(self.index, bytes))
-            .await
-            .map_err(|_| std::io::Error::other("stream log already closed"))
+        Ok(true)
     }
 
     pub fn path(&self) -> &Path {
@@ -195,5 +240,27 @@ mod tests {
         assert_eq!(text.lines().count(), 2000);
         assert!(text.starts_with("2,0\n3,0\n2,1\n"));
         assert_eq!(a.path(), dir.path().join("a.log"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_passes_of_the_writer_keep_a_streams_lines_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = StreamLogs::create(dir.path(), &["a".into()]).unwrap();
+        let a = logs.log(0);
+        // Batches of 1000 lines of ~16 bytes: 2.5 buffers' worth in all.
+        let batches = (BUFFER_LIMIT * 5 / 2) / 16_000 + 1;
+        for n in 0..batches as i64 {
+            a.append((0..1000).map(|i| (1_000_000_000, n * 1000 + i)))
+                .await
+                .unwrap();
+        }
+        logs.close().await.unwrap();
+        let text = std::fs::read_to_string(dir.path().join("a.log")).unwrap();
+        let mut want = 0i64;
+        for line in text.lines() {
+            assert_eq!(line, format!("1000000000,{want}"));
+            want += 1;
+        }
+        assert_eq!(want, batches as i64 * 1000);
     }
 }

@@ -37,6 +37,7 @@ use crate::measure::counters::FlowCounters;
 use crate::measure::outcomes::Outcomes;
 use crate::measure::phase::Phase;
 use crate::pacing::pacer::Paced;
+use crate::pacing::work_timer::{Lanes, WorkTimer};
 use crate::record::result::CellResult;
 use crate::record::stream_log::StreamLogs;
 use crate::scenario::Scenario;
@@ -68,6 +69,8 @@ pub struct Pipeline {
     skewed: Selector,
     stages: Vec<Arc<Stage>>,
     stream_counters: Vec<Arc<StreamCounters>>,
+    /// Times the stages' work and, in real time, steps the pacers on the same thread.
+    timer: Option<Arc<WorkTimer>>,
 }
 
 impl Pipeline {
@@ -88,6 +91,7 @@ impl Pipeline {
             skewed: Selector::new(s.properties, s.hot.props, s.hot.factor),
             stages: Vec::new(),
             stream_counters: Vec::new(),
+            timer: None,
             s: s.clone(),
             plan,
             defs,
@@ -234,7 +238,17 @@ impl Workload for Pipeline {
         env: &CellEnv,
         logs: &StreamLogs,
         counters: &[Arc<StreamCounters>],
-    ) -> Vec<Arc<dyn BatchHandler>> {
+    ) -> anyhow::Result<Vec<Arc<dyn BatchHandler>>> {
+        // One timer for every stage's simulated work, each stage with its own lanes.
+        let mut lanes = Lanes::default();
+        let groups: Vec<usize> = self
+            .plan
+            .stages
+            .iter()
+            .map(|sp| lanes.add_group(sp.lane_budget as usize))
+            .collect();
+        let timer = WorkTimer::start(lanes, env.timing).context("starting the work timer")?;
+        self.timer = Some(timer.clone());
         let stage_env = StageEnv {
             broker: env.broker.clone(),
             metrics: self.metrics.clone(),
@@ -244,6 +258,7 @@ impl Workload for Pipeline {
             stop: env.stop.clone(),
             seed: self.s.seed,
             properties: self.s.properties,
+            timer,
         };
         self.stages = self
             .plan
@@ -254,17 +269,18 @@ impl Workload for Pipeline {
                 Arc::new(Stage::new(
                     i,
                     sp.stream.clone(),
-                    sp.lane_budget,
+                    groups[i],
                     logs.log(i),
                     &stage_env,
                 ))
             })
             .collect();
         self.stream_counters = counters.to_vec();
-        self.stages
+        Ok(self
+            .stages
             .iter()
             .map(|st| st.clone() as Arc<dyn BatchHandler>)
-            .collect()
+            .collect())
     }
 
     fn progress(&self) -> Box<dyn ProgressSource> {
@@ -329,7 +345,8 @@ impl Workload for Pipeline {
             .into_iter()
             .zip(self.flow_specs())
             .map(|(flow, spec)| {
-                producer::start(spec, self.producer_env(env, flow), traffic, env.timing)
+                let env_f = self.producer_env(env, flow);
+                producer::start(spec, env_f, traffic, env.timing, self.timer.as_deref())
             })
             .collect()
     }

@@ -25,6 +25,7 @@ use crate::measure::window::RatedWindow;
 use crate::pacing::pacer::{Paced, Pacer, PacerSinks, PacerSpec, Slot, Timing};
 use crate::pacing::retry::publish_until;
 use crate::pacing::schedule::Schedule;
+use crate::pacing::work_timer::WorkTimer;
 use crate::workload::pipeline::metrics::Metrics;
 use crate::workload::pipeline::selector::Selector;
 use crate::workload::pipeline::seqs::SeqTable;
@@ -133,8 +134,15 @@ pub async fn hydrate(
     Ok(())
 }
 
-/// Start a flow's pacer and shard workers for `traffic`.
-pub fn start(spec: FlowSpec, env: ProducerEnv, traffic: Traffic, timing: Timing) -> Paced {
+/// Start a flow's pacer and shard workers for `traffic`; the pacer runs on `clock`'s
+/// thread when one is given.
+pub fn start(
+    spec: FlowSpec,
+    env: ProducerEnv,
+    traffic: Traffic,
+    timing: Timing,
+    clock: Option<&WorkTimer>,
+) -> Paced {
     let (hot, hot_shards) =
         if spec.hot_props >= 1 && spec.hot_factor >= 2 && spec.hot_props < spec.props {
             (spec.hot_props, spec.hot_props.min(64))
@@ -198,7 +206,10 @@ pub fn start(spec: FlowSpec, env: ProducerEnv, traffic: Traffic, timing: Timing)
         },
         emit,
     );
-    Paced::start(pacer, workers, timing)
+    match clock {
+        Some(c) => c.pace(pacer, workers, timing),
+        None => Paced::start(pacer, workers, timing),
+    }
 }
 
 /// One ordered publisher shard: publishes its queue's events one at a time, each

@@ -1,7 +1,9 @@
 //! A stage: the application every system serves, identical for all of them.
 //!
-//! For each key-batch: (1) concurrent simulated work, one task per message, bounded
-//! by the stage's lane budget, then a barrier; (2) the ordered commit: the derived
+//! For each key-batch: (1) concurrent simulated work, each message on one of the
+//! stage's lanes (its lane budget) for its drawn time, then a barrier: the cell's
+//! [`WorkTimer`] times the whole batch and wakes the handler once; (2) the ordered
+//! commit: the derived
 //! publish for intermediate stages, one log line per message, end-to-end latency for
 //! terminal stages; then the adapter acks. A batch aborted by shutdown, or whose
 //! derived publish failed, is refused and comes back.
@@ -13,12 +15,12 @@ use std::time::Duration;
 use adapters::{BatchHandler, Broker, Counter, Disposition, KeyBatch};
 use async_trait::async_trait;
 use bytes::Bytes;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::measure::clock::Clock;
 use crate::measure::window::RatedWindow;
+use crate::pacing::work_timer::WorkTimer;
 use crate::record::stream_log::StreamLog;
 use crate::workload::pipeline::metrics::Metrics;
 use crate::workload::pipeline::selector::Selector;
@@ -54,7 +56,9 @@ pub struct Stage {
     pub index: usize,
     pub def: StreamDef,
     broker: Arc<dyn Broker>,
-    budget: Arc<Semaphore>,
+    /// The cell's work timer, and this stage's lanes in it.
+    timer: Arc<WorkTimer>,
+    lanes: usize,
     log: StreamLog,
     metrics: Arc<Metrics>,
     pub counters: Arc<StageCounters>,
@@ -82,21 +86,19 @@ pub struct StageEnv {
     pub seed: u64,
     /// Number of properties (sizes the per-property progress table).
     pub properties: u64,
+    /// Times every stage's simulated work.
+    pub timer: Arc<WorkTimer>,
 }
 
 impl Stage {
-    pub fn new(
-        index: usize,
-        def: StreamDef,
-        lane_budget: u64,
-        log: StreamLog,
-        env: &StageEnv,
-    ) -> Self {
+    /// Stage `index`, its work on the timer's lane group `lanes`.
+    pub fn new(index: usize, def: StreamDef, lanes: usize, log: StreamLog, env: &StageEnv) -> Self {
         Stage {
             index,
             def,
             broker: env.broker.clone(),
-            budget: Arc::new(Semaphore::new(lane_budget.max(1) as usize)),
+            timer: env.timer.clone(),
+            lanes,
             log,
             metrics: env.metrics.clone(),
             counters: Arc::new(StageCounters::default()),
@@ -128,19 +130,27 @@ impl Stage {
         Duration::from_millis(ms)
     }
 
-    async fn work_one(&self) -> bool {
-        let d = self.draw_work();
+    /// The batch's simulated work: one draw per message, all on the stage's lanes,
+    /// done when the last is. False when the run stopped first.
+    async fn work(&self, n: usize) -> bool {
+        if self.stop.is_cancelled() {
+            return false;
+        }
+        let mut works = [Duration::ZERO; 16];
+        let mut more = Vec::new();
+        let works: &[Duration] = if n <= works.len() {
+            for w in &mut works[..n] {
+                *w = self.draw_work();
+            }
+            &works[..n]
+        } else {
+            more.extend((0..n).map(|_| self.draw_work()));
+            &more
+        };
         tokio::select! {
             biased;
             _ = self.stop.cancelled() => false,
-            permit = self.budget.acquire() => {
-                let Ok(_permit) = permit else { return false };
-                tokio::select! {
-                    biased;
-                    _ = self.stop.cancelled() => false,
-                    _ = tokio::time::sleep(d) => true,
-                }
-            }
+            _ = self.timer.work(self.lanes, works) => true,
         }
     }
 }
@@ -186,13 +196,7 @@ impl BatchHandler for Stage {
 
         // Phase 1: concurrent work, bounded by the stage's lane budget, then a barrier.
         let t0 = Instant::now();
-        let ok = if stamps.len() == 1 {
-            self.work_one().await
-        } else {
-            let all = futures::future::join_all(stamps.iter().map(|_| self.work_one())).await;
-            all.into_iter().all(|x| x)
-        };
-        if !ok {
+        if !self.work(stamps.len()).await {
             self.counters.aborted.inc();
             return Disposition::Refuse;
         }

@@ -210,7 +210,7 @@ impl Workload for Stream {
         env: &CellEnv,
         logs: &StreamLogs,
         counters: &[Arc<StreamCounters>],
-    ) -> Vec<Arc<dyn BatchHandler>> {
+    ) -> anyhow::Result<Vec<Arc<dyn BatchHandler>>> {
         self.sinks = (0..self.groups.len())
             .map(|gi| {
                 Arc::new(Sink::new(
@@ -224,10 +224,11 @@ impl Workload for Stream {
             })
             .collect();
         self.stream_counters = counters.to_vec();
-        self.sinks
+        Ok(self
+            .sinks
             .iter()
             .map(|s| s.clone() as Arc<dyn BatchHandler>)
-            .collect()
+            .collect())
     }
 
     fn progress(&self) -> Box<dyn ProgressSource> {
