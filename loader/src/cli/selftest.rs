@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 
 use crate::cli::exit::Exit;
 use crate::cli::BadInput;
+use crate::record::host::process_cpu_seconds as cpu_seconds;
 
 #[derive(Debug, Args)]
 pub struct SelftestArgs {
@@ -46,8 +47,6 @@ pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
         Selftest::Floor { rate, secs } => floor(rate, secs),
     }
 }
-
-use crate::record::host::process_cpu_seconds as cpu_seconds;
 
 fn floor(rate: u64, secs: u64) -> anyhow::Result<Exit> {
     if rate < 1000 || !rate.is_multiple_of(1000) {

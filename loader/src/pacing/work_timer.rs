@@ -37,9 +37,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
-use tokio::time::Instant;
-
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 use crate::pacing::pacer::{Paced, Pacer, Slot, Step, Timing, MIN_TICK};
 
@@ -312,18 +311,16 @@ impl WorkTimer {
         }
         WorkDone { job }
     }
-}
 
-impl WorkTimer {
-    /// Run `pacer` beside `workers`: in real time on this timer's thread, which then
-    /// wakes once for both (and runs at the pacers' raised priority); in virtual time
-    /// as [`Paced::start`] does.
-    pub fn pace<E>(&self, pacer: Pacer<E>, workers: JoinSet<()>, timing: Timing) -> Paced
+    /// Run `pacer` beside `workers`, in the timer's own time: in real time on this
+    /// timer's thread, which then wakes once for both (and runs at the pacers' raised
+    /// priority); in virtual time as [`Paced::start`] does.
+    pub fn pace<E>(&self, pacer: Pacer<E>, workers: JoinSet<()>) -> Paced
     where
         E: FnMut(Slot) -> bool + Send + 'static,
     {
-        match (&self.driver, timing) {
-            (Driver::Thread(t), Timing::Real) => {
+        match &self.driver {
+            Driver::Thread(t) => {
                 let stop = Arc::new(AtomicBool::new(false));
                 let (done, rx) = tokio::sync::oneshot::channel();
                 self.shared.pacers.lock().push(Attached {
@@ -335,7 +332,7 @@ impl WorkTimer {
                 t.unpark();
                 Paced::shared(rx, workers, stop)
             }
-            _ => Paced::start(pacer, workers, timing),
+            Driver::Task => Paced::start(pacer, workers, Timing::Virtual),
         }
     }
 }
@@ -369,9 +366,9 @@ impl Future for WorkDone {
 }
 
 /// Finish what is due at `now`, push the wakers of the batches that completed (the
-/// caller wakes them outside the lock), and say when to look next: the next instant due but not before `now + tick`, or
-/// `other` if sooner; `None` when nothing is at work (sleep until a submission wakes
-/// the driver).
+/// caller wakes them outside the lock), and say when to look next: the next instant
+/// due but not before `now + tick`, or `other` if sooner; `None` when nothing is at
+/// work (sleep until a submission wakes the driver).
 fn step(
     shared: &Shared,
     now: Instant,
@@ -379,17 +376,14 @@ fn step(
     other: Option<Instant>,
     woken: &mut Vec<Waker>,
 ) -> Option<Instant> {
-    let next = {
-        let mut st = shared.state.lock();
-        st.lanes.expire(now, woken);
-        let next = match (st.lanes.next_due().map(|d| d.max(now + tick)), other) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        // Far in the future when idle: any submission is earlier and wakes the driver.
-        st.wake_at = Some(next.unwrap_or(now + IDLE_SLEEP * 1000));
-        next
+    let mut st = shared.state.lock();
+    st.lanes.expire(now, woken);
+    let next = match (st.lanes.next_due().map(|d| d.max(now + tick)), other) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     };
+    // Far in the future when idle: any submission is earlier and wakes the driver.
+    st.wake_at = Some(next.unwrap_or(now + IDLE_SLEEP * 1000));
     next
 }
 
@@ -426,6 +420,9 @@ fn drive_thread(shared: &Shared) {
         for w in woken.drain(..) {
             w.wake();
         }
+        // The work's next look is at least a tick away (`step`) and so is a pacer's
+        // (`MIN_TICK`); the floor here keeps a raised-priority thread from spinning
+        // whatever either asks.
         let sleep = match next {
             Some(at) => at.saturating_duration_since(now).max(TICK),
             None => IDLE_SLEEP,
@@ -466,6 +463,15 @@ mod tests {
 
     fn done(job: &Arc<Job>) -> bool {
         job.state.lock().done
+    }
+
+    /// A runtime like a cell's: two workers, real time.
+    fn two_workers() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     fn job(n: usize) -> Arc<Job> {
@@ -601,19 +607,14 @@ mod tests {
 
     #[test]
     fn pacers_on_the_timer_thread_run_their_schedule_and_stop_when_told() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        two_workers().block_on(async {
             let mut lanes = Lanes::default();
             let g = lanes.add_group(4);
             let timer = WorkTimer::start(lanes, Timing::Real).unwrap();
             let (a, seen_a) = counting_pacer(2000.0, ms(100));
             let (b, seen_b) = counting_pacer(1000.0, Duration::from_secs(3600));
-            let pa = timer.pace(a, JoinSet::new(), Timing::Real);
-            let pb = timer.pace(b, JoinSet::new(), Timing::Real);
+            let pa = timer.pace(a, JoinSet::new());
+            let pb = timer.pace(b, JoinSet::new());
             // Work goes on beside the pacers, on the same thread.
             timer.work(g, &[ms(5), ms(5)]).await;
             pa.finish().await;
@@ -627,12 +628,7 @@ mod tests {
 
     #[test]
     fn in_real_time_work_ends_after_its_duration_and_within_a_bounded_overrun() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        two_workers().block_on(async {
             let mut lanes = Lanes::default();
             let g = lanes.add_group(64);
             let timer = WorkTimer::start(lanes, Timing::Real).unwrap();

@@ -134,8 +134,8 @@ pub async fn hydrate(
     Ok(())
 }
 
-/// Start a flow's pacer and shard workers for `traffic`; the pacer runs on `clock`'s
-/// thread when one is given.
+/// Start a flow's pacer and shard workers for `traffic`; the pacer runs on `clock`
+/// (in the clock's time) when one is given, else on its own in `timing`.
 pub fn start(
     spec: FlowSpec,
     env: ProducerEnv,
@@ -207,7 +207,7 @@ pub fn start(
         emit,
     );
     match clock {
-        Some(c) => c.pace(pacer, workers, timing),
+        Some(c) => c.pace(pacer, workers),
         None => Paced::start(pacer, workers, timing),
     }
 }

@@ -3,9 +3,8 @@
 //! For each key-batch: (1) concurrent simulated work, each message on one of the
 //! stage's lanes (its lane budget) for its drawn time, then a barrier: the cell's
 //! [`WorkTimer`] times the whole batch and wakes the handler once; (2) the ordered
-//! commit: the derived
-//! publish for intermediate stages, one log line per message, end-to-end latency for
-//! terminal stages; then the adapter acks. A batch aborted by shutdown, or whose
+//! commit: the derived publish for intermediate stages, one log line per message,
+//! end-to-end latency for terminal stages; then the adapter acks. A batch aborted by shutdown, or whose
 //! derived publish failed, is refused and comes back.
 
 use std::sync::atomic::{AtomicU64, Ordering};
