@@ -383,15 +383,24 @@ impl NatsBroker {
                     }
                 }
                 self.stats.fetched.add(got.len() as u64);
+                // (message, stream sequence, delivery count), the reply subject parsed once.
+                let got: Vec<_> = got
+                    .into_iter()
+                    .map(|m| {
+                        let (seq, delivered) = match m.info() {
+                            Ok(i) => (i.stream_sequence, i.delivered),
+                            Err(_) => (0, 1),
+                        };
+                        (m, seq, delivered)
+                    })
+                    .collect();
+                let (got, superseded) = newest_copies(got, |&(_, seq, _)| seq);
+                self.stats.stale_redeliveries.add(superseded);
 
                 // Keep the lane's order: nothing after a refused message until it is back.
                 let mut accept = Vec::with_capacity(got.len());
                 let mut defer = Vec::new();
-                for m in got {
-                    let (seq, delivered) = match m.info() {
-                        Ok(i) => (i.stream_sequence, i.delivered),
-                        Err(_) => (0, 1),
-                    };
+                for (m, seq, delivered) in got {
                     if seq != 0 && seq <= floor && !waiting.contains(&seq) {
                         self.stats.stale_redeliveries.inc();
                         if let Err(e) = m.ack().await {
@@ -506,6 +515,33 @@ impl NatsBroker {
             self.stats.error("nak", &classify(e.to_string()));
         }
     }
+}
+
+/// One copy per stream sequence (by `seq`; 0, unknown, is never merged), at the first
+/// copy's place in the fetch, and how many copies were dropped. A message that waited
+/// in the client past its ack wait comes back from the server; when the redelivery
+/// lands in the same fetch as the copy it replaces, the lane's floor cannot tell it
+/// (neither is acked yet), so it is caught here. The newest copy is kept: it holds the
+/// live delivery, whose ack or nak the server honours; the superseded one is dropped
+/// unanswered (its lease is already over).
+fn newest_copies<T>(got: Vec<T>, seq: impl Fn(&T) -> u64) -> (Vec<T>, u64) {
+    let mut at: HashMap<u64, usize> = HashMap::with_capacity(got.len());
+    let mut out: Vec<T> = Vec::with_capacity(got.len());
+    let mut superseded = 0;
+    for m in got {
+        let s = seq(&m);
+        match at.get(&s) {
+            Some(&i) if s != 0 => {
+                superseded += 1;
+                out[i] = m;
+            }
+            _ => {
+                at.insert(s, out.len());
+                out.push(m);
+            }
+        }
+    }
+    (out, superseded)
 }
 
 /// One batch key's deliveries: (message, stream sequence, redelivered).
@@ -801,6 +837,15 @@ impl Broker for NatsBroker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redelivery_in_the_same_fetch_replaces_its_copy_in_place() {
+        // (stream sequence, delivery count): 3 and 4 came back while they waited.
+        let got = vec![(3, 1), (4, 1), (7, 1), (3, 2), (4, 2), (0, 1), (0, 1)];
+        let (kept, superseded) = newest_copies(got, |m| m.0);
+        assert_eq!(kept, vec![(3, 2), (4, 2), (7, 1), (0, 1), (0, 1)]);
+        assert_eq!(superseded, 2);
+    }
 
     #[test]
     fn tokens_round_trip() {
