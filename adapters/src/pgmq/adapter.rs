@@ -105,6 +105,9 @@ pub struct PgmqBroker {
     options: PgmqOptions,
     pool: OnceLock<PgPool>,
     pool_size: OnceLock<u32>,
+    /// Why the pool is smaller than its default, when the server had fewer free
+    /// connections (a note in the cell's description).
+    pool_note: OnceLock<String>,
     topics: RwLock<HashMap<String, Arc<TopicState>>>,
     lanes: AtomicU64,
     keys: AtomicU64,
@@ -226,6 +229,7 @@ impl PgmqBroker {
             options,
             pool: OnceLock::new(),
             pool_size: OnceLock::new(),
+            pool_note: OnceLock::new(),
             topics: RwLock::new(HashMap::new()),
             lanes: AtomicU64::new(1),
             keys: AtomicU64::new(1),
@@ -237,16 +241,16 @@ impl PgmqBroker {
         &self.options
     }
 
-    /// The pool, created on first use (lazily: nothing connects until a query runs).
-    fn pool(&self, streams: usize) -> Result<&PgPool, BrokerError> {
+    /// The pool, created on first use. Its default size (readers × streams + 16, at
+    /// most 90) is capped by the connections the server has free now, so a cell
+    /// beside another PostgreSQL client (Queen's pool, say) does not wait 10 s for a
+    /// connection that can never open; the cap is noted in the description. Too few
+    /// free connections for one per stream and a few for the producers is an error
+    /// that says so.
+    async fn pool(&self, streams: usize) -> Result<&PgPool, BrokerError> {
         if let Some(p) = self.pool.get() {
             return Ok(p);
         }
-        let size = if self.options.pool_size > 0 {
-            self.options.pool_size
-        } else {
-            ((self.options.readers * streams.max(1)) as u32 + 16).min(90)
-        };
         let opts = PgConnectOptions::from_str(&self.options.dsn)
             .map_err(|e| BrokerError::Config {
                 field: "pgmq.dsn".into(),
@@ -257,6 +261,44 @@ impl PgmqBroker {
                 "statement_timeout",
                 format!("{}", self.options.statement_timeout.as_millis()),
             )]);
+        let wanted = if self.options.pool_size > 0 {
+            self.options.pool_size
+        } else {
+            ((self.options.readers * streams.max(1)) as u32 + 16).min(90)
+        };
+        let size = match free_connections(&opts).await {
+            Ok(Some(free)) => {
+                let minimum = streams as u32 + 4;
+                let room = free.saturating_sub(POOL_MARGIN);
+                if room < minimum.min(wanted) {
+                    return Err(BrokerError::Config {
+                        field: "pgmq.pool_size".into(),
+                        message: format!(
+                            "the PostgreSQL server at {} has {free} free connections (max_connections less the reserved ones and those in use); this cell needs at least {} ({} streams, the producers and a margin of {POOL_MARGIN}): raise max_connections or end the other clients",
+                            redact_dsn(&self.options.dsn),
+                            minimum.min(wanted) + POOL_MARGIN,
+                            streams
+                        ),
+                    });
+                }
+                if room < wanted {
+                    let _ = self.pool_note.set(format!(
+                        "pool capped at {room} connections (wanted {wanted}): the server had {free} free at setup, less a margin of {POOL_MARGIN}"
+                    ));
+                    room
+                } else {
+                    wanted
+                }
+            }
+            // Not readable (a role without pg_stat_activity rights): the default.
+            Ok(None) => wanted,
+            Err(e) => {
+                return Err(BrokerError::Connection(format!(
+                    "cannot connect to PostgreSQL at {}: {e} (run scripts/provision/pgmq.sh)",
+                    redact_dsn(&self.options.dsn)
+                )))
+            }
+        };
         let pool = PgPoolOptions::new()
             .max_connections(size)
             .min_connections(0)
@@ -620,11 +662,35 @@ struct Done {
     disposition: Disposition,
 }
 
+/// Connections the pool leaves free on the server for everything else (psql, the
+/// sampler's queries, another client that connects meanwhile).
+const POOL_MARGIN: u32 = 4;
+
+/// The server's free connections now: max_connections less the superuser-reserved
+/// ones and every backend that holds a slot. `Ok(None)` when the settings cannot be
+/// read; `Err` when nothing connects.
+async fn free_connections(opts: &PgConnectOptions) -> Result<Option<u32>, String> {
+    use sqlx::Connection;
+    let mut c = sqlx::PgConnection::connect_with(opts)
+        .await
+        .map_err(|e| classify(e).0.to_string())?;
+    let row: Result<(i64,), sqlx::Error> = sqlx::query_as(
+        "SELECT current_setting('max_connections')::bigint \
+              - current_setting('superuser_reserved_connections')::bigint \
+              - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
+    )
+    .fetch_one(&mut c)
+    .await;
+    let _ = c.close().await;
+    // This very connection is counted as in use, and is closed now.
+    Ok(row.ok().map(|(n,)| (n + 1).max(0) as u32))
+}
+
 #[async_trait]
 impl Broker for PgmqBroker {
     async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
         let streams = topology.stream_count();
-        let pool = self.pool(streams)?.clone();
+        let pool = self.pool(streams).await?.clone();
         let o = &self.options;
         let mut conn = pool.acquire().await.map_err(|e| {
             let (err, _) = classify(e);
@@ -779,6 +845,9 @@ impl Broker for PgmqBroker {
         }
         if lanes < keys {
             notes.push(format!("{keys} keys hashed onto {lanes} groups (x-pgmq-group = l<fnv1a32(key) mod {lanes}>)"));
+        }
+        if let Some(n) = self.pool_note.get() {
+            notes.push(n.clone());
         }
         Ok(Description {
             system: "pgmq".into(),
@@ -983,8 +1052,10 @@ mod tests {
         ];
         let keys = |b: &PgmqBroker| b.counters().into_keys().collect::<Vec<_>>();
         assert_eq!(keys(&b), always);
-        // The pool is lazy: creating it connects nothing.
-        b.pool(1).unwrap();
+        // A lazy pool, as `pool()` builds it, connects nothing (`pool()` itself asks
+        // the server for its free connections, so the test sets one directly).
+        let opts = PgConnectOptions::from_str(&b.options.dsn).unwrap();
+        let _ = b.pool.set(PgPoolOptions::new().connect_lazy_with(opts));
         b.stats.error("read", &BrokerError::Timeout("t".into()));
         let mut want: Vec<&str> = always.to_vec();
         want.extend(["pgmq_pool_open_conns", "pgmq_errors_read_timeout"]);
