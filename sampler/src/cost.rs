@@ -88,6 +88,10 @@ pub struct CostSummary {
     pub sampler_cores_mean: Option<f64>,
 
     pub host_cores_mean: Option<f64>,
+    /// Share of the host's CPU time stolen by the hypervisor in the rated window
+    /// (mean over its ticks, and the worst tick).
+    pub host_steal_frac_mean: Option<f64>,
+    pub host_steal_frac_peak: Option<f64>,
     pub postgres: Option<PostgresCost>,
 
     pub reference_cores_active_mean: Option<f64>,
@@ -203,6 +207,12 @@ pub fn cost_summary(
     let loader_rss = per_tick(win(), w, is_loader, &["rss_bytes"]);
     let sampler_cores = per_tick(win(), w, is_loader, &["sampler_cpu_cores"]);
     let host_cores = per_tick(win(), w, |r| r.kind == TargetKind::Host, &["cpu_cores"]);
+    let host_steal = per_tick(
+        win(),
+        w,
+        |r| r.kind == TargetKind::Host,
+        &["cpu_steal_frac"],
+    );
 
     let window_s = window.end_unix_ms.saturating_sub(window.start_unix_ms) as f64 / 1000.0;
     let ingress = workload.ingress_events as f64;
@@ -302,6 +312,8 @@ pub fn cost_summary(
         loader_cpu_fraction_peak: ratio(loader_peak, workload.loader_cores_available),
         sampler_cores_mean: mean(&sampler_cores),
         host_cores_mean: mean(&host_cores),
+        host_steal_frac_mean: mean(&host_steal),
+        host_steal_frac_peak: peak(&host_steal),
         postgres,
         reference_cores_active_mean: mean(&active),
         reference_cores_active_ticks: active.len(),

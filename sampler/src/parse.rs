@@ -110,6 +110,9 @@ pub(crate) fn colon_keyed(text: &str) -> BTreeMap<&str, u64> {
 pub(crate) struct CpuTicks {
     pub busy: u64,
     pub total: u64,
+    /// Ticks the hypervisor ran another guest while this one wanted the CPU (part
+    /// of `busy`).
+    pub steal: u64,
 }
 
 /// `/proc/stat`: the aggregate line and each `cpuN` line, in order of N.
@@ -146,6 +149,7 @@ pub(crate) fn proc_stat(text: &str) -> (Option<CpuTicks>, Vec<(u32, CpuTicks)>) 
         let t = CpuTicks {
             busy: total.saturating_sub(idle),
             total,
+            steal: get(7),
         };
         match id {
             None => agg = Some(t),
@@ -298,13 +302,15 @@ mod tests {
 
     #[test]
     fn proc_stat_lines() {
-        let t = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 60 0 20 400 20 0 0 0 0 0\ncpu1 40 0 30 400 30 0 0 0 0 0\nintr 1 2 3\nctxt 5\n";
+        let t = "cpu  100 0 50 800 50 0 0 7 0 0\ncpu0 60 0 20 400 20 0 0 0 0 0\ncpu1 40 0 30 400 30 0 0 7 0 0\nintr 1 2 3\nctxt 5\n";
         let (agg, cores) = proc_stat(t);
+        // Steal (the 8th field) is busy time: the guest wanted the CPU.
         assert_eq!(
             agg,
             Some(CpuTicks {
-                busy: 150,
-                total: 1000
+                busy: 157,
+                total: 1007,
+                steal: 7
             })
         );
         assert_eq!(cores.len(), 2);
@@ -313,8 +319,9 @@ mod tests {
             (
                 1,
                 CpuTicks {
-                    busy: 70,
-                    total: 500
+                    busy: 77,
+                    total: 507,
+                    steal: 7
                 }
             )
         );

@@ -589,6 +589,15 @@ impl HostProbe {
         };
         out.push(("cpu_cores".into(), busy));
         out.push(("cpu_busy_frac".into(), frac));
+        // CPU time the hypervisor took from this machine: a VOID cell's schedule lag
+        // may be the host's, not the loader's (a descheduled vCPU runs no pacer).
+        let steal = match (prev, agg, dt) {
+            (Some(p), Some(c), Some(_)) if c.steal >= p.steal && c.total > p.total => {
+                Some((c.steal - p.steal) as f64 / (c.total - p.total) as f64)
+            }
+            _ => None,
+        };
+        out.push(("cpu_steal_frac".into(), steal));
         out.push((
             "cpu_count".into(),
             (!cores.is_empty()).then_some(cores.len() as f64),

@@ -345,10 +345,18 @@ pub async fn run<W: Workload>(
             cores: loader.cpu_cores_mean,
             cores_available: loader.cores_available,
             schedule_lag_p99_ms: load.schedule_lag.p99_ms,
+            host_steal_frac: cost.host_steal_frac_mean,
         },
     );
     let mut warnings = consume_errors;
     warnings.extend(figures.warnings);
+    if let Some(f) = crate::cell::void_rule::notable_steal(cost.host_steal_frac_mean) {
+        warnings.push(format!(
+            "CPU steal: the hypervisor took {:.1} % of the host's CPU time in the rated window (worst second {:.1} %); the loader and the system had that much less, and a schedule lag may be the host's",
+            100.0 * f,
+            100.0 * cost.host_steal_frac_peak.unwrap_or(f)
+        ));
+    }
     // What the faults did: figures, the record's tags, invocation.txt's lines.
     let fault_record = match fault_run {
         Some((events, spans, proxy_figures)) => {

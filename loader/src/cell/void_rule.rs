@@ -16,6 +16,19 @@ pub struct LoaderLoad {
     pub cores_available: f64,
     /// p99 of the schedule lag (hand-over − scheduled instant), ms.
     pub schedule_lag_p99_ms: f64,
+    /// Mean share of the host's CPU time the hypervisor stole in the window, if
+    /// sampled: a descheduled vCPU runs no pacer, so a lag beside it may be the
+    /// host's, not the loader's.
+    pub host_steal_frac: Option<f64>,
+}
+
+/// Mean CPU steal in the rated window from which a cell's record says so (1 %): a
+/// warning, and a clause of the schedule-lag reason. It does not change the outcome.
+pub const STEAL_NOTE: f64 = 0.01;
+
+/// The steal worth naming: at least [`STEAL_NOTE`].
+pub fn notable_steal(host_steal_frac: Option<f64>) -> Option<f64> {
+    host_steal_frac.filter(|f| *f >= STEAL_NOTE)
 }
 
 /// Every reason the cell is VOID, one sentence each; empty when it is not.
@@ -41,8 +54,15 @@ pub fn reasons(rule: &VoidRule, load: &LoaderLoad) -> Vec<String> {
     }
     let lag_max_ms = rule.schedule_lag_p99_max.secs_f64() * 1000.0;
     if load.schedule_lag_p99_ms > lag_max_ms {
+        let steal = match notable_steal(load.host_steal_frac) {
+            Some(f) => format!(
+                "; the hypervisor stole {:.1} % of the host's CPU time meanwhile",
+                100.0 * f
+            ),
+            None => String::new(),
+        };
         r.push(format!(
-            "schedule lag p99 {:.2} ms > {:.2} ms allowed (void.schedule_lag_p99_max)",
+            "schedule lag p99 {:.2} ms > {:.2} ms allowed (void.schedule_lag_p99_max){steal}",
             load.schedule_lag_p99_ms, lag_max_ms
         ));
     }
@@ -74,6 +94,7 @@ mod tests {
             cores: 0.5,
             cores_available: 2.0,
             schedule_lag_p99_ms: 1.0,
+            host_steal_frac: None,
         }
     }
 
@@ -97,6 +118,38 @@ mod tests {
         assert!(r[0].contains("skipped 3 events"), "{r:?}");
         assert!(r[1].contains("80% > 70%"), "{r:?}");
         assert!(r[2].contains("9.00 ms > 5.00 ms"), "{r:?}");
+    }
+
+    #[test]
+    fn a_schedule_lag_names_the_steal_from_one_percent() {
+        let rule = VoidRule {
+            loader_cpu_max: 0.7,
+            schedule_lag_p99_max: Dur(Duration::from_millis(5)),
+        };
+        let lagging = |steal| LoaderLoad {
+            schedule_lag_p99_ms: 9.0,
+            host_steal_frac: steal,
+            ..load()
+        };
+        let r = reasons(&rule, &lagging(Some(0.034)));
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(
+            r[0].ends_with("stole 3.4 % of the host's CPU time meanwhile"),
+            "{r:?}"
+        );
+        for quiet in [None, Some(0.009)] {
+            let r = reasons(&rule, &lagging(quiet));
+            assert!(!r[0].contains("stole"), "{r:?}");
+        }
+        // Steal alone makes nothing VOID.
+        let r = reasons(
+            &rule,
+            &LoaderLoad {
+                host_steal_frac: Some(0.5),
+                ..load()
+            },
+        );
+        assert!(r.is_empty(), "{r:?}");
     }
 
     #[test]
