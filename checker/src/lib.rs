@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 mod intervals;
 mod meta;
 mod scan;
+pub mod synth;
 
 pub use meta::{
     parse_produced, read_produced, reference_streams, Failed, Indeterminate, MetaFormat, Produced,
@@ -191,6 +192,28 @@ pub struct StreamVerdict {
     pub label: String,
     /// Failing causes in words (empty when passing).
     pub causes: Vec<String>,
+    /// The first gaps (at most 20 a stream): which seqs of which property were
+    /// acknowledged and never delivered, while later ones were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gap_examples: Vec<GapRange>,
+}
+
+/// Seqs `from..=to` of property `prop`, missing from a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapRange {
+    pub prop: u64,
+    pub from: i64,
+    pub to: i64,
+}
+
+impl std::fmt::Display for GapRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.from == self.to {
+            write!(f, "key {} seq {}", self.prop, self.from)
+        } else {
+            write!(f, "key {} seqs {}-{}", self.prop, self.from, self.to)
+        }
+    }
 }
 
 /// Sums over streams.
@@ -540,6 +563,20 @@ pub fn verify(
                 .reasons
                 .push(format!("{}: {}", s.name, causes.join(", ")));
         }
+        let gap_examples = c.gap_examples.clone();
+        if !gap_examples.is_empty() {
+            let shown: Vec<String> = gap_examples.iter().take(5).map(|g| g.to_string()).collect();
+            notes.push(format!(
+                "note: {}: first gaps: {}{}",
+                s.name,
+                shown.join(", "),
+                if gap_examples.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
 
         let t = &mut verdict.totals;
         t.streams += 1;
@@ -598,6 +635,7 @@ pub fn verify(
             pass,
             label: label.to_string(),
             causes,
+            gap_examples,
         });
     }
 

@@ -16,7 +16,7 @@ use crate::intervals::{
     contains, count_in, count_overlap, max_in, max_in_minus, range_len, IntervalSet,
 };
 use crate::meta::Produced;
-use crate::{CheckError, Malformed};
+use crate::{CheckError, GapRange, Malformed};
 
 /// Bit of `PropState::lines` set when the property lives in the tracker map.
 const TRACKED: u64 = 1 << 63;
@@ -270,6 +270,52 @@ pub(crate) struct StreamCounts {
     pub unseen_at_end: u64,
     /// Refused (failed) seqs delivered.
     pub aborted_reads: u64,
+    /// The first gaps found, at most [`MAX_GAP_EXAMPLES`] per stream.
+    pub gap_examples: Vec<GapRange>,
+}
+
+/// Gap ranges kept per stream as examples.
+pub const MAX_GAP_EXAMPLES: usize = 20;
+
+/// Append to `out` (up to [`MAX_GAP_EXAMPLES`] in all) the ranges of `[lo, hi]` in
+/// none of `sets` (each sorted, disjoint, closed intervals).
+fn missing_ranges(prop: u64, lo: i64, hi: i64, sets: &[&[(i64, i64)]], out: &mut Vec<GapRange>) {
+    if lo > hi || out.len() >= MAX_GAP_EXAMPLES {
+        return;
+    }
+    let mut covered: Vec<(i64, i64)> = sets
+        .iter()
+        .flat_map(|s| s.iter().copied())
+        .filter(|&(a, b)| b >= lo && a <= hi)
+        .collect();
+    covered.sort_unstable();
+    let mut next = lo; // lowest seq not yet known to be covered
+    for (a, b) in covered {
+        if a > next {
+            out.push(GapRange {
+                prop,
+                from: next,
+                to: (a - 1).min(hi),
+            });
+            if out.len() >= MAX_GAP_EXAMPLES {
+                return;
+            }
+        }
+        match b.checked_add(1) {
+            Some(n) => next = next.max(n),
+            None => return,
+        }
+        if next > hi {
+            return;
+        }
+    }
+    if next <= hi {
+        out.push(GapRange {
+            prop,
+            from: next,
+            to: hi,
+        });
+    }
 }
 
 #[derive(Debug, Default)]
@@ -597,6 +643,9 @@ fn judge_prop(
             if let Some(f) = max_in(seen, base, i64::MAX) {
                 let gaps = range_len(base, f) - count_in(seen, base, f);
                 c.gaps = c.gaps.saturating_add(gaps);
+                if gaps > 0 {
+                    missing_ranges(prop, base, f, &[seen], &mut c.gap_examples);
+                }
             }
         }
         ProdInfo::Max(m) => {
@@ -622,6 +671,9 @@ fn judge_prop(
                 count_overlap(seen, ind, base, hi) + count_overlap(seen, fail, base, hi),
             );
             c.gaps = c.gaps.saturating_add(req.saturating_sub(got));
+            if req > got {
+                missing_ranges(prop, base, hi, &[seen, ind, fail], &mut c.gap_examples);
+            }
             // No tail above a frontier of i64::MAX.
             if let Some(tail_lo) = hi.max(base - 1).checked_add(1) {
                 let tail = range_len(tail_lo, m).saturating_sub(exempt_in(tail_lo, m));
@@ -650,8 +702,65 @@ fn note_malformed(out: &mut ScanOutput, file: &str, line: u64, bytes: &[u8]) {
 /// Fast path: a well-formed line `<prop>,<seq>\n` (1 to 18 digits each) starting at `pos`.
 /// Returns the values and the position after the newline; `None` for anything else
 /// (including a line not yet terminated in `data`), which the caller re-examines.
+///
+/// Numbers of up to 7 digits (every line of a cell below 10 M properties and 10 M messages
+/// per property) are read eight bytes at a time ([`swar_digits`]); anything else, and the
+/// last bytes of a buffer, go through the byte loop ([`parse_fast_bytes`]), which gives the
+/// same answer.
 #[inline(always)]
 fn parse_fast(data: &[u8], pos: usize) -> Option<(u64, i64, usize)> {
+    if let Some(word) = load8(data, pos) {
+        let (prop, n) = swar_digits(word);
+        // n == 8: the number may go on; n == 0 or no ',' after it: not this fast path's.
+        if (1..8).contains(&n) && data[pos + n] == b',' {
+            let at = pos + n + 1;
+            if let Some(word) = load8(data, at) {
+                let (seq, m) = swar_digits(word);
+                if (1..8).contains(&m) && data[at + m] == b'\n' {
+                    return Some((prop, seq as i64, at + m + 1));
+                }
+            }
+        }
+    }
+    parse_fast_bytes(data, pos)
+}
+
+/// Eight bytes from `i` as a little-endian word (first byte lowest), if there are eight.
+#[inline(always)]
+fn load8(data: &[u8], i: usize) -> Option<u64> {
+    let bytes: [u8; 8] = data.get(i..i + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(bytes))
+}
+
+/// The decimal number at the front of `word` (first byte lowest) and its count of digits
+/// (0 to 8). Digits past the count are ignored. Branch-free SWAR: a byte `b` is a digit iff
+/// its high nibble is 3 and `b + 6` keeps it 3; the first byte that is not is found with
+/// one `trailing_zeros`. A carry out of a non-digit byte can only disturb the bytes after it.
+#[inline(always)]
+fn swar_digits(word: u64) -> (u64, usize) {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const SIX: u64 = 0x0606_0606_0606_0606;
+    const THREES: u64 = 0x3333_3333_3333_3333;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const TOP: u64 = 0x8080_8080_8080_8080;
+    let class = (word & HIGH) | ((word.wrapping_add(SIX) & HIGH) >> 4);
+    let off = class ^ THREES; // zero bytes are digits
+    let not_digit = (((off & LOW7).wrapping_add(LOW7)) | off) & TOP;
+    let n = (not_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Keep the n digits' values, moved to the top bytes so that zeros lead.
+    let mut x = (word & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
+    x = (x.wrapping_mul(10) + (x >> 8)) & 0x00FF_00FF_00FF_00FF;
+    x = (x.wrapping_mul(100) + (x >> 16)) & 0x0000_FFFF_0000_FFFF;
+    x = (x.wrapping_mul(10_000) + (x >> 32)) & 0x0000_0000_FFFF_FFFF;
+    (x, n)
+}
+
+/// [`parse_fast`] one byte at a time.
+#[inline(always)]
+fn parse_fast_bytes(data: &[u8], pos: usize) -> Option<(u64, i64, usize)> {
     let mut i = pos;
     let mut prop: u64 = 0;
     loop {
@@ -849,6 +958,63 @@ mod fuzz {
                 prop_assert_eq!(Some((p, s)), expect);
                 prop_assert_eq!(next, data.len());
             }
+        }
+
+        /// The eight-bytes-at-a-time reading sees the next line's bytes too; whatever they
+        /// are, it answers as the byte loop does.
+        #[test]
+        fn the_word_path_agrees_with_the_byte_loop(
+            l in line(),
+            tail in prop::collection::vec(any::<u8>(), 0..20),
+        ) {
+            let mut data: Vec<u8> = l.iter().copied().filter(|&c| c != b'\n').collect();
+            data.push(b'\n');
+            data.extend_from_slice(&tail);
+            prop_assert_eq!(parse_fast(&data, 0), parse_fast_bytes(&data, 0));
+        }
+
+        /// The missing ranges are exactly the seqs of the range in none of the sets.
+        #[test]
+        fn missing_ranges_are_the_complement(
+            seen in prop::collection::vec(0i64..60, 0..30),
+            other in prop::collection::vec(0i64..60, 0..10),
+            lo in 0i64..30,
+            len in 0i64..40,
+        ) {
+            let hi = lo + len;
+            let set = |xs: &[i64]| {
+                let mut s = crate::intervals::IntervalSet::default();
+                let mut v = xs.to_vec();
+                v.sort_unstable();
+                for x in v {
+                    s.insert(x);
+                }
+                s
+            };
+            let (a, b) = (set(&seen), set(&other));
+            let mut out = Vec::new();
+            missing_ranges(7, lo, hi, &[a.as_slice(), b.as_slice()], &mut out);
+            let expect: Vec<i64> = (lo..=hi).filter(|x| !seen.contains(x) && !other.contains(x)).collect();
+            let got: Vec<i64> = out.iter().flat_map(|g| { assert_eq!(g.prop, 7); g.from..=g.to }).collect();
+            if expect.len() <= 200 && out.len() < MAX_GAP_EXAMPLES {
+                prop_assert_eq!(got, expect);
+            } else {
+                prop_assert!(got.iter().all(|x| expect.contains(x)));
+            }
+        }
+
+        /// Every byte value after 0 to 8 digits: the count stops at the first non-digit.
+        #[test]
+        fn swar_digits_counts_and_reads_the_leading_digits(
+            digits in "[0-9]{0,8}",
+            after in prop::collection::vec(any::<u8>(), 8),
+        ) {
+            let mut bytes = digits.clone().into_bytes();
+            bytes.extend_from_slice(&after);
+            let word = load8(&bytes, 0).expect("eight bytes");
+            let n = bytes.iter().take(8).take_while(|b| b.is_ascii_digit()).count();
+            let value = std::str::from_utf8(&bytes[..n]).expect("digits").parse::<u64>().unwrap_or(0);
+            prop_assert_eq!(swar_digits(word), (value, n));
         }
     }
 }
