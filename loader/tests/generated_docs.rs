@@ -67,10 +67,16 @@ fn every_generated_page_equals_its_regeneration() {
         // repository's files (results/, scenarios/) but has its own docs/: the page
         // names its own path in the command it prints, so it must be written there.
         let rel = page.strip_prefix(ROOT).unwrap_or(&page);
+        // `compare --doc <page>` and `findings <dir> --out <page>` name the page alike.
         let doc = args
             .iter()
-            .position(|a| a == "--doc")
-            .unwrap_or_else(|| panic!("{}: the command has no --doc: {args:?}", rel.display()));
+            .position(|a| a == "--doc" || a == "--out")
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: the command has no --doc or --out: {args:?}",
+                    rel.display()
+                )
+            });
         assert!(
             Path::new(&args[doc + 1]).ends_with(page.file_name().unwrap()),
             "{}: its command writes {} instead",

@@ -132,6 +132,7 @@ impl CampaignView {
             match (c.status.as_str(), &c.outcome) {
                 ("done", Some(o)) => arm.outcomes.add(o),
                 ("not-run", _) => {}
+                ("pending", _) => arm.outcomes.pending += 1,
                 (other, _) => arm.outcomes.add(other),
             }
             let d = dir.join(&c.dir);

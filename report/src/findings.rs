@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::campaign::{ArmView, CampaignView, CI_LEVEL, CI_SEED};
 use crate::cell::CellRecord;
-use crate::stats::{ratio_ci, Interval, DEFAULT_RESAMPLES};
+use crate::stats::{fisher_greater, ratio_ci, Interval, DEFAULT_RESAMPLES};
 
 /// A published claim and how to check it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -43,7 +43,8 @@ pub enum Check {
         #[serde(default)]
         published_ratio: Option<f64>,
     },
-    /// Arm `a` has correctness failures (FAIL repeats) and arm `b` has none.
+    /// Arm `a` has correctness failures (FAIL repeats) and arm `b` has none, with
+    /// `a`'s failures more than chance (Fisher's exact test, [`failures_judgement`]).
     Failures { a: String, b: String },
 }
 
@@ -236,21 +237,52 @@ pub fn check(c: &CampaignView, k: &Check) -> Result<CheckResult, String> {
                 });
             }
             let (fa, fb) = (aa.outcomes.fail, bb.outcomes.fail);
-            let judgement = match (fa > 0, fb > 0) {
-                (true, false) => Judgement::Holds,
-                (false, _) if aa.outcomes.pass > 0 => Judgement::DoesNotHold,
-                _ => Judgement::Inconclusive,
-            };
+            // The runs that ended with a verdict: PASS or FAIL (VOID, REFUSED and the
+            // rest say nothing of correctness).
+            let (na, nb) = (fa + aa.outcomes.pass, fb + bb.outcomes.pass);
+            let p = fisher_greater(fa, na, fb, nb);
+            let judgement = failures_judgement(fa, na, fb, nb);
             Ok(CheckResult {
                 judgement,
                 measured: format!(
-                    "`{a}`: {} ; `{b}`: {}",
+                    "`{a}`: {} ; `{b}`: {} (FAIL in {fa} of {na} against {fb} of {nb} runs with a verdict{}; holds when `{b}` never fails and Fisher's exact one-sided p < {FAILURES_ALPHA})",
                     aa.outcomes.label(),
-                    bb.outcomes.label()
+                    bb.outcomes.label(),
+                    p.map_or(String::new(), |p| format!(", Fisher p = {}", p_text(p)))
                 ),
                 ratio: None,
             })
         }
+    }
+}
+
+/// The level below which a split of FAIL runs is taken as real.
+pub const FAILURES_ALPHA: f64 = 0.05;
+
+/// A failures check: arm `a` fails in `fa` of `na` runs with a verdict, arm `b` in `fb`
+/// of `nb`. It holds when `b` never fails and `a`'s failures are more than chance
+/// (Fisher's exact one-sided p < [`FAILURES_ALPHA`]); it does not hold when `b` fails
+/// too, or when `a` never fails in as many runs as would have shown a difference;
+/// otherwise it is inconclusive (too few runs either way).
+pub fn failures_judgement(fa: u32, na: u32, fb: u32, nb: u32) -> Judgement {
+    match fisher_greater(fa, na, fb, nb) {
+        None => Judgement::Inconclusive,
+        Some(_) if fb > 0 => Judgement::DoesNotHold,
+        Some(p) if p < FAILURES_ALPHA => Judgement::Holds,
+        // `a` never failed, and with these counts a split of all its runs would
+        // have been significant: the effect is absent, not merely unseen.
+        Some(_) if fa == 0 && fisher_greater(na, na, 0, nb).is_some_and(|p| p < FAILURES_ALPHA) => {
+            Judgement::DoesNotHold
+        }
+        Some(_) => Judgement::Inconclusive,
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.0001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
     }
 }
 
@@ -378,6 +410,24 @@ mod tests {
             overall(&[Judgement::Holds, Judgement::NotRun]),
             Judgement::NotRun
         );
+    }
+
+    #[test]
+    fn a_failures_check_needs_more_than_chance() {
+        use Judgement::*;
+        // F7's evidence at ten runs an arm: every no-delay run lost messages.
+        assert_eq!(failures_judgement(10, 10, 0, 10), Holds);
+        // 4 of 10 against 0 of 10 is p = 0.043; 1 of 5 against 0 of 5 is a coin.
+        assert_eq!(failures_judgement(4, 10, 0, 10), Holds);
+        assert_eq!(failures_judgement(1, 5, 0, 5), Inconclusive);
+        // The arm that must never fail did.
+        assert_eq!(failures_judgement(10, 10, 1, 10), DoesNotHold);
+        // Never failing in five runs against five is enough to say the effect is absent;
+        // in two against two it is not.
+        assert_eq!(failures_judgement(0, 5, 0, 5), DoesNotHold);
+        assert_eq!(failures_judgement(0, 2, 0, 2), Inconclusive);
+        // No runs with a verdict (all VOID): nothing to judge.
+        assert_eq!(failures_judgement(0, 0, 0, 5), Inconclusive);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct Arm {
     pub not_run: Option<String>,
     /// In a ceiling campaign: the range searched for this arm, when its group sets one.
     pub between: Option<[u64; 2]>,
+    /// Cells of this arm (its group's `repeats`, or the campaign's).
+    pub repeats: u32,
     /// The resolved scenario (absent when not run).
     #[serde(skip)]
     pub loaded: Option<Loaded>,
@@ -184,6 +186,7 @@ fn expand_group(
         let mut resolved = resolve_arm(path, id, &g.name, &scenario, &sources, &missing)?;
         for a in &mut resolved {
             a.between = g.between;
+            a.repeats = g.repeats.unwrap_or(file.repeats);
         }
         arms.extend(resolved);
     }
@@ -214,6 +217,7 @@ fn resolve_arm(
         point: BTreeMap::new(),
         not_run: None,
         between: None,
+        repeats: 1,
         loaded: None,
     };
     if !missing_env.is_empty() {
@@ -346,14 +350,18 @@ fn expand_published(
             .filter(|v| std::env::var_os(v).is_none_or(|x| x.is_empty()))
             .cloned()
             .collect();
-        arms.extend(resolve_arm(
+        let mut resolved = resolve_arm(
             path,
             c.id.clone(),
             "published",
             &scenario,
             &sources,
             &missing,
-        )?);
+        )?;
+        for a in &mut resolved {
+            a.repeats = file.repeats;
+        }
+        arms.extend(resolved);
     }
     Ok(())
 }

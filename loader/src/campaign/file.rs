@@ -49,6 +49,9 @@ pub struct Group {
     pub requires_env: Vec<String>,
     /// In a ceiling campaign: this group's range, in place of the campaign's.
     pub between: Option<[u64; 2]>,
+    /// Cells per arm of this group, in place of the campaign's `repeats` (a finding
+    /// that needs more evidence than the others: F7's 10 runs per arm).
+    pub repeats: Option<u32>,
 }
 
 /// A ceiling campaign: instead of repeats, one ceiling search per arm.
@@ -198,6 +201,18 @@ impl CampaignFile {
                     "every group needs a scenario",
                 );
             }
+            if g.repeats.is_some_and(|r| !(1..=1000).contains(&r)) {
+                return bad(
+                    &format!("groups[{i}].repeats"),
+                    "must be between 1 and 1000",
+                );
+            }
+            if g.repeats.is_some() && self.ceiling.is_some() {
+                return bad(
+                    &format!("groups[{i}].repeats"),
+                    "a ceiling campaign repeats at the boundary (`ceiling.repeats`), not per group",
+                );
+            }
         }
         let matrices = std::iter::once(("matrix".to_string(), &self.matrix)).chain(
             self.groups
@@ -226,6 +241,7 @@ impl CampaignFile {
                 matrix: self.matrix.clone(),
                 requires_env: self.requires_env.clone(),
                 between: None,
+                repeats: None,
             });
         }
         out.extend(self.groups.iter().cloned());
@@ -323,6 +339,10 @@ mod tests {
                 "matrix.rate",
             ),
             ("campaign: 'a b'\nscenario: s.yaml\n", "campaign"),
+            (
+                "campaign: c\ngroups:\n  - scenario: s.yaml\n    repeats: 0\n",
+                "groups[0].repeats",
+            ),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(field), "{text}: {e}");

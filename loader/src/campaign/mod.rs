@@ -103,7 +103,8 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
             })?;
         }
     }
-    let order = order::interleave(arms.len(), file.repeats, file.seed);
+    let per_arm: Vec<u32> = arms.iter().map(|a| a.repeats).collect();
+    let order = order::interleave_each(&per_arm, file.seed);
     let dir = req
         .out
         .clone()
@@ -131,10 +132,9 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
             ))
         })?;
         let same = r.arms.len() == arms.len()
-            && r.arms
-                .iter()
-                .zip(&arms)
-                .all(|(e, a)| e.id == a.id && e.sets == a.sets)
+            && r.arms.iter().zip(&arms).all(|(e, a)| {
+                e.id == a.id && e.sets == a.sets && e.repeats.unwrap_or(r.repeats) == a.repeats
+            })
             && r.repeats == file.repeats
             && r.seed == file.seed;
         if !same {
@@ -171,6 +171,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
                     sets: a.sets.clone(),
                     point: a.point.clone(),
                     not_run: a.not_run.clone(),
+                    repeats: Some(a.repeats),
                 })
                 .collect(),
             order: order

@@ -14,16 +14,28 @@ pub struct Slot {
 
 /// The interleaved order of `arms` arms × `repeats` repeats, from `seed`.
 pub fn interleave(arms: usize, repeats: u32, seed: u64) -> Vec<Slot> {
+    interleave_each(&vec![repeats; arms], seed)
+}
+
+/// The interleaved order when arm `i` runs `repeats[i]` times: block `r` runs every
+/// arm that has an `r`-th repeat, in the block's order of all the arms (so arms with
+/// more repeats go on, interleaved among themselves, after the others are done).
+pub fn interleave_each(repeats: &[u32], seed: u64) -> Vec<Slot> {
     let mut rng = Rng::new(seed);
-    let mut out = Vec::with_capacity(arms * repeats as usize);
-    let mut perm: Vec<usize> = (0..arms).collect();
-    for r in 0..repeats {
+    let blocks = repeats.iter().copied().max().unwrap_or(0);
+    let mut out = Vec::with_capacity(repeats.iter().map(|&r| r as usize).sum());
+    let mut perm: Vec<usize> = (0..repeats.len()).collect();
+    for r in 0..blocks {
         if r % 2 == 0 {
             rng.shuffle(&mut perm);
         } else {
             perm.reverse();
         }
-        out.extend(perm.iter().map(|&arm| Slot { arm, repeat: r + 1 }));
+        out.extend(
+            perm.iter()
+                .filter(|&&arm| repeats[arm] > r)
+                .map(|&arm| Slot { arm, repeat: r + 1 }),
+        );
     }
     out
 }
@@ -52,5 +64,22 @@ mod tests {
         assert_ne!(two[0].arm, two[1].arm);
         // Seeded: the same seed gives the same order, another seed may not.
         assert_eq!(interleave(5, 4, 9), interleave(5, 4, 9));
+    }
+
+    #[test]
+    fn arms_with_more_repeats_go_on_alone() {
+        let o = interleave_each(&[2, 4, 2], 3);
+        assert_eq!(o.len(), 8);
+        for (arm, n) in [(0, 2), (1, 4), (2, 2)] {
+            let mine: Vec<u32> = o
+                .iter()
+                .filter(|s| s.arm == arm)
+                .map(|s| s.repeat)
+                .collect();
+            assert_eq!(mine, (1..=n).collect::<Vec<_>>(), "arm {arm}");
+        }
+        // The first blocks are the same as if every arm had two repeats.
+        assert_eq!(o[..6], interleave(3, 2, 3)[..]);
+        assert!(o[6..].iter().all(|s| s.arm == 1));
     }
 }

@@ -94,11 +94,16 @@ pub fn dry_run(
     let runs = arms.iter().filter(|a| a.not_run.is_none()).count();
     let _ = writeln!(
         o,
-        "campaign {}: {} arms ({} not run here) × {} repeats, order seed {}",
+        "campaign {}: {} arms ({} not run here) × {} repeats{}, order seed {}",
         file.campaign,
         arms.len(),
         arms.len() - runs,
         file.repeats,
+        if arms.iter().any(|a| a.repeats != file.repeats) {
+            " (groups that set their own: as they say)"
+        } else {
+            ""
+        },
         file.seed
     );
     let mut total = Duration::ZERO;

@@ -56,6 +56,10 @@ pub struct ArmEntry {
     pub sets: Vec<String>,
     pub point: std::collections::BTreeMap<String, String>,
     pub not_run: Option<String>,
+    /// Cells of this arm (absent in records written before groups could set their
+    /// own: the campaign's `repeats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -9,8 +9,11 @@ pub struct Outcomes {
     pub fail: u32,
     pub void: u32,
     pub refused: u32,
-    /// Ended otherwise (not run, errored, interrupted).
+    /// Ended otherwise (errored, interrupted).
     pub other: u32,
+    /// Not run yet: the campaign stopped before them (`--resume` runs them). Not in
+    /// [`Outcomes::total`]: no run was made.
+    pub pending: u32,
 }
 
 impl Outcomes {
@@ -37,6 +40,7 @@ impl Outcomes {
             (self.void, "VOID"),
             (self.refused, "REFUSED"),
             (self.other, "other"),
+            (self.pending, "not yet run"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)
@@ -65,5 +69,11 @@ mod tests {
             (2, 1, 1, 1, 5)
         );
         assert_eq!(o.label(), "2 PASS / 1 FAIL / 1 VOID / 1 other");
+        o.pending = 3;
+        assert_eq!(o.total(), 5, "cells not run yet are no runs");
+        assert_eq!(
+            o.label(),
+            "2 PASS / 1 FAIL / 1 VOID / 1 other / 3 not yet run"
+        );
     }
 }
