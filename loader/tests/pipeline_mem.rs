@@ -210,27 +210,52 @@ fn slow_publishers_shed_and_the_identity_holds() {
 /// unoptimised build burns most of the two cores (1.7 here) where the release build
 /// needs a third of one. Its CPU per delivery is a figure for docs/performance.md
 /// (release), not something a test times.
+///
+/// The machine is shared: a CI run once had the hypervisor steal 11 % of the host's
+/// CPU (35 % in its worst second) while this cell ran beside the other tests, and the
+/// cell was honestly VOID and NOT-HELD. So the rate claim needs one attempt in three
+/// to hold it; every attempt must still be a clean checker PASS (noise can slow the
+/// loader, never excuse a lost or reordered delivery). A harness that cannot hold the
+/// rate fails all three.
 #[test]
 fn control_dense_holds_its_full_rate_on_the_control_broker() {
-    let (code, r, _tmp) = run(
-        &scenario("control-dense.yaml"),
-        &[
-            "duration=6s",
-            "warmup=2s",
-            "ramp=1s",
-            "void.loader_cpu_max=1",
-        ],
-    );
-    let show = support::summary(&r);
-    assert_eq!(code, 0, "exit code; {show}");
-    support::assert_clean_pass(&r);
-    assert_eq!(r["load"]["verdict"], "HELD", "{show}");
-    assert_eq!(r["void"]["void"], false, "{show}");
-    let t = &r["throughput"];
-    assert_eq!(t["deliveries_per_sec"].as_f64(), Some(72_000.0), "{t}");
-    for f in ["A", "B"] {
-        assert_eq!(u(&r["flows"][f]["shed"]), 0, "flow {f}: {show}");
+    const ATTEMPTS: usize = 3;
+    let mut missed = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        let (code, r, _tmp) = run(
+            &scenario("control-dense.yaml"),
+            &[
+                "duration=6s",
+                "warmup=2s",
+                "ramp=1s",
+                "void.loader_cpu_max=1",
+            ],
+        );
+        let show = support::summary(&r);
+        // The checker's verdict, whatever the load did (the outcome may be VOID).
+        assert_eq!(r["verdict"]["pass"], true, "checker verdict; {show}");
+        let t = &r["verdict"]["totals"];
+        for k in ["gaps", "order_violations", "duplicates", "lost_tail"] {
+            assert_eq!(t[k].as_u64(), Some(0), "{k} in {t}");
+        }
+        let shed: u64 = ["A", "B"].iter().map(|f| u(&r["flows"][*f]["shed"])).sum();
+        let held = code == 0
+            && r["outcome"] == "PASS"
+            && r["load"]["verdict"] == "HELD"
+            && r["void"]["void"] == false
+            && r["throughput"]["deliveries_per_sec"].as_f64() == Some(72_000.0)
+            && shed == 0;
+        if held {
+            eprintln!("control-dense held its full rate at attempt {attempt} of {ATTEMPTS}");
+            return;
+        }
+        eprintln!("attempt {attempt}: exit {code}, not held: {show}");
+        missed.push(format!("attempt {attempt}: exit {code}; {show}"));
     }
+    panic!(
+        "control-dense did not hold 72 000 deliveries/s in any of {ATTEMPTS} attempts:\n{}",
+        missed.join("\n")
+    );
 }
 
 #[test]
