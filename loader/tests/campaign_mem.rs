@@ -246,3 +246,42 @@ fn the_ceiling_search_brackets_a_known_capacity() {
     assert!(rec.probes.iter().filter(|p| p.rate == hi).count() >= 1);
     assert!(dir.join("ceiling.json").is_file());
 }
+
+#[test]
+fn a_capacity_above_the_range_is_reported_as_above_its_top() {
+    // The same broker (1000–1010 ev/s) searched between 200 and 800: both ends hold,
+    // so the answer is "at least 800, the ceiling is above the range", with the top
+    // confirmed by repeats, never the bottom of the range (what the search said before).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut req = CeilingRequest::new(support::scenario("smoke.yaml"), 200, 800);
+    req.sets = [
+        "mem.max_deliveries_per_sec=6000",
+        "duration=3s",
+        "warmup=1s",
+        "drain.max=10s",
+        "void.loader_cpu_max=1.0",
+        "void.schedule_lag_p99_max=1h",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    req.repeats = 2;
+    req.served = 0.99;
+    req.resolution = 1.1;
+    req.out = Some(tmp.path().join("ceiling"));
+    req.timing = Timing::Virtual;
+    let (exit, _dir, rec) = ceiling::execute(&req).expect("the search runs");
+    assert_eq!(exit, Exit::Pass);
+    assert_eq!(rec.ceiling.held, Some(800), "{:#?}", rec.probes);
+    assert_eq!(rec.ceiling.not_held, None, "{:#?}", rec.probes);
+    assert!(rec.ceiling.text.contains("above"), "{}", rec.ceiling.text);
+    assert_eq!(
+        rec.probes
+            .iter()
+            .filter(|p| p.rate == 800 && p.held)
+            .count(),
+        2,
+        "the top confirmed by the repeats: {:#?}",
+        rec.probes
+    );
+}

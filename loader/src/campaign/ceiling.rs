@@ -297,7 +297,20 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
     } else {
         false
     };
-    if low_held && !high_held {
+    // The top of the range held: confirm it with repeats. If every repeat holds, the
+    // ceiling lies above the range and the top is the answer's lower bound; a failed
+    // repeat makes the top the upper side of the bisection.
+    let mut top_held = false;
+    if high_held {
+        while book.count(hi) < req.repeats as usize && book.held_all(hi) {
+            probe(hi, &mut probes, &mut book)?;
+        }
+        top_held = book.held_all(hi);
+        if top_held {
+            lo = hi;
+        }
+    }
+    if low_held && !top_held {
         loop {
             // Bisect on a log scale until the bracket is within the resolution.
             while hi as f64 / lo as f64 > req.resolution {
@@ -360,6 +373,9 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
             format!("between {a} and {b} {unit}: {a} held in every repeat, {b} did not")
         }
         (None, _) => format!("below {} {unit}: the lowest rate did not hold", req.low),
+        (Some(a), None) if a >= req.high => format!(
+            "at least {a} {unit}: the top of the searched range held in every repeat, so the ceiling is above it (raise `between`)"
+        ),
         (Some(a), None) => format!("at least {a} {unit}: the highest rate held"),
     };
     let record = CeilingRecord {
