@@ -211,23 +211,7 @@ fn the_ceiling_search_brackets_a_known_capacity() {
     // six deliveries, so the system holds up to 1000 ev/s (1010 with the 1 % slack
     // of `served: 0.99`).
     let tmp = tempfile::tempdir().unwrap();
-    let mut req = CeilingRequest::new(support::scenario("smoke.yaml"), 200, 4000);
-    req.sets = [
-        "mem.max_deliveries_per_sec=6000",
-        "duration=3s",
-        "warmup=1s",
-        "drain.max=10s",
-        "void.loader_cpu_max=1.0",
-        "void.schedule_lag_p99_max=1h",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    req.repeats = 2;
-    req.served = 0.99;
-    req.resolution = 1.1;
-    req.out = Some(tmp.path().join("ceiling"));
-    req.timing = Timing::Virtual;
+    let req = capped_search(200, 4000, tmp.path());
     let (exit, dir, rec) = ceiling::execute(&req).expect("the search runs");
     assert_eq!(exit, Exit::Pass);
     let (lo, hi) = (rec.ceiling.held.unwrap(), rec.ceiling.not_held.unwrap());
@@ -253,23 +237,7 @@ fn a_capacity_above_the_range_is_reported_as_above_its_top() {
     // so the answer is "at least 800, the ceiling is above the range", with the top
     // confirmed by repeats, never the bottom of the range (what the search said before).
     let tmp = tempfile::tempdir().unwrap();
-    let mut req = CeilingRequest::new(support::scenario("smoke.yaml"), 200, 800);
-    req.sets = [
-        "mem.max_deliveries_per_sec=6000",
-        "duration=3s",
-        "warmup=1s",
-        "drain.max=10s",
-        "void.loader_cpu_max=1.0",
-        "void.schedule_lag_p99_max=1h",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    req.repeats = 2;
-    req.served = 0.99;
-    req.resolution = 1.1;
-    req.out = Some(tmp.path().join("ceiling"));
-    req.timing = Timing::Virtual;
+    let req = capped_search(200, 800, tmp.path());
     let (exit, _dir, rec) = ceiling::execute(&req).expect("the search runs");
     assert_eq!(exit, Exit::Pass);
     assert_eq!(rec.ceiling.held, Some(800), "{:#?}", rec.probes);
@@ -284,4 +252,27 @@ fn a_capacity_above_the_range_is_reported_as_above_its_top() {
         "the top confirmed by the repeats: {:#?}",
         rec.probes
     );
+}
+
+/// A ceiling search on the control broker capped at 6000 deliveries/s (1000–1010 ev/s),
+/// 2 repeats, resolution 1.1, virtual time.
+fn capped_search(low: u64, high: u64, tmp: &std::path::Path) -> CeilingRequest {
+    let mut req = CeilingRequest::new(support::scenario("smoke.yaml"), low, high);
+    req.sets = [
+        "mem.max_deliveries_per_sec=6000",
+        "duration=3s",
+        "warmup=1s",
+        "drain.max=10s",
+        "void.loader_cpu_max=1.0",
+        "void.schedule_lag_p99_max=1h",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    req.repeats = 2;
+    req.served = 0.99;
+    req.resolution = 1.1;
+    req.out = Some(tmp.join("ceiling"));
+    req.timing = Timing::Virtual;
+    req
 }
