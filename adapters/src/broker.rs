@@ -45,6 +45,32 @@ pub struct Topology {
     pub dedup_window_sec: u64,
     /// Drop and recreate everything first.
     pub reset: bool,
+    /// The consumer processes that read every stream of this topology together
+    /// (several loaders in the `shared` topology), and which one this is.
+    pub sharing: Sharing,
+}
+
+/// How many loader processes consume every stream of a topology together, and which
+/// one this process is (SPEC.md §10). An adapter whose system keeps a key at one
+/// consumer at a time only when told (RabbitMQ's single active consumer) sets that up
+/// when `processes > 1`; one whose consumers can balance across processes may let
+/// process `index` go first on its share of the lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sharing {
+    pub processes: u64,
+    pub index: u64,
+}
+
+impl Sharing {
+    /// One process: the ordinary cell.
+    pub const ALONE: Sharing = Sharing {
+        processes: 1,
+        index: 0,
+    };
+
+    pub fn is_shared(&self) -> bool {
+        self.processes > 1
+    }
 }
 
 impl Topology {

@@ -16,11 +16,13 @@ pub mod registry;
 
 pub use broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
-    Durability, FanOut, KeyBatch, StreamCounters, TopicSpec, Topology,
+    Durability, FanOut, KeyBatch, Sharing, StreamCounters, TopicSpec, Topology,
 };
 pub use counter::Counter;
 pub use error::{BrokerError, ErrorClass};
 pub use options::{OptionsError, Section};
-pub use registry::{BuildContext, BuildError, Capabilities, System, SystemOptions};
+pub use registry::{
+    BuildContext, BuildError, Capabilities, SharedConsumers, System, SystemOptions,
+};
 // Each system's folder (`adapters::pgmq`, …), declared in the registry.
 pub use registry::systems::*;

@@ -64,6 +64,21 @@ pub struct Capabilities {
     /// The system runs inside the crossbench process: its CPU and memory are the
     /// loader's own, and nothing else is there to sample.
     pub in_process: bool,
+    /// Whether consumers in several loader processes can read one stream together
+    /// with every key still at one consumer at a time (the `shared` topology of
+    /// several loaders, SPEC.md §10).
+    pub shared_consumers: SharedConsumers,
+}
+
+/// Whether several loader processes can consume one stream of a system together, and
+/// how the system keeps a key at one consumer at a time if so (SPEC.md §10 says what
+/// the checker can prove for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedConsumers {
+    /// Yes, by this mechanism of the system's.
+    Exclusive(&'static str),
+    /// No, for this reason: several loaders need the `partitioned` topology.
+    No(&'static str),
 }
 
 /// One system's entry.
@@ -87,6 +102,7 @@ pub struct Entry {
 const PLAIN: Capabilities = Capabilities {
     multi_partition_pop: false,
     in_process: false,
+    shared_consumers: SharedConsumers::No("not said"),
 };
 
 /// Every system, in the order of [`System`].
@@ -100,6 +116,9 @@ pub static ENTRIES: [Entry; 7] = [
         capabilities: Capabilities {
             multi_partition_pop: false,
             in_process: true,
+            shared_consumers: SharedConsumers::No(
+                "the control broker lives inside one loader's process: no other loader can reach it",
+            ),
         },
         memory_note: None,
     },
@@ -109,7 +128,12 @@ pub static ENTRIES: [Entry; 7] = [
         title: "PostgreSQL + pgmq",
         feature: Some("pgmq"),
         built: cfg!(feature = "pgmq"),
-        capabilities: PLAIN,
+        capabilities: Capabilities {
+            shared_consumers: SharedConsumers::Exclusive(
+                "read_grouped_head hands out a key's head row only while no row of the key is invisible, whichever process reads; read_grouped_rr has the same exclusivity race across processes as within one (finding F3)",
+            ),
+            ..PLAIN
+        },
         memory_note: Some(
             "RAM here: RSS summed over PostgreSQL's processes, which counts shared buffers once per backend and overstates; the published figure is the container's memory.current.",
         ),
@@ -120,7 +144,12 @@ pub static ENTRIES: [Entry; 7] = [
         title: "RabbitMQ",
         feature: Some("rabbitmq"),
         built: cfg!(feature = "rabbitmq"),
-        capabilities: PLAIN,
+        capabilities: Capabilities {
+            shared_consumers: SharedConsumers::Exclusive(
+                "every queue is declared with x-single-active-consumer: of all the loaders' consumers of a queue, one receives its deliveries, another takes over only when it goes",
+            ),
+            ..PLAIN
+        },
         memory_note: None,
     },
     Entry {
@@ -129,7 +158,12 @@ pub static ENTRIES: [Entry; 7] = [
         title: "Kafka protocol (Apache Kafka, Redpanda, tansu)",
         feature: Some("kafka"),
         built: cfg!(feature = "kafka"),
-        capabilities: PLAIN,
+        capabilities: Capabilities {
+            shared_consumers: SharedConsumers::Exclusive(
+                "the consumer group assigns each partition to one member at a time; a rebalance moves partitions between loaders (counted as reconnects)",
+            ),
+            ..PLAIN
+        },
         memory_note: None,
     },
     Entry {
@@ -141,6 +175,9 @@ pub static ENTRIES: [Entry; 7] = [
         capabilities: Capabilities {
             multi_partition_pop: true,
             in_process: false,
+            shared_consumers: SharedConsumers::Exclusive(
+                "a pop leases the whole partition to one consumer of the group until it is acked or the lease runs out",
+            ),
         },
         memory_note: None,
     },
@@ -150,7 +187,12 @@ pub static ENTRIES: [Entry; 7] = [
         title: "NATS JetStream",
         feature: Some("nats"),
         built: cfg!(feature = "nats"),
-        capabilities: PLAIN,
+        capabilities: Capabilities {
+            shared_consumers: SharedConsumers::No(
+                "each lane is one durable pull consumer: two processes pulling from it would split a key's messages between them",
+            ),
+            ..PLAIN
+        },
         memory_note: None,
     },
     Entry {
@@ -159,7 +201,12 @@ pub static ENTRIES: [Entry; 7] = [
         title: "Redis Streams",
         feature: Some("redis"),
         built: cfg!(feature = "redis"),
-        capabilities: PLAIN,
+        capabilities: Capabilities {
+            shared_consumers: SharedConsumers::No(
+                "each lane is read by one consumer of the group: readers in two processes would split a key's entries between them",
+            ),
+            ..PLAIN
+        },
         memory_note: Some(
             "RAM here: redis-server's RSS; the adapter also records INFO memory's used_memory (redis_server_used_memory_bytes).",
         ),

@@ -39,6 +39,7 @@ fn topology(names: &[String], durability: Durability) -> Topology {
         durability,
         dedup_window_sec: 0,
         reset: true,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

@@ -60,6 +60,7 @@ fn topo(name: &str) -> Topology {
         durability: Durability::Default,
         dedup_window_sec: 0,
         reset: true,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

@@ -41,6 +41,7 @@ fn topo(dedup: u64) -> Topology {
         durability: adapters::Durability::Default,
         dedup_window_sec: dedup,
         reset: true,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

@@ -55,6 +55,7 @@ fn topo() -> Topology {
         durability: Durability::Default,
         dedup_window_sec: 0,
         reset: true,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

@@ -40,6 +40,7 @@ fn topo() -> Topology {
         durability: adapters::Durability::Default,
         dedup_window_sec: 0,
         reset: true,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

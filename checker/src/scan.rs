@@ -272,6 +272,12 @@ pub(crate) struct StreamCounts {
     pub aborted_reads: u64,
     /// The first gaps found, at most [`MAX_GAP_EXAMPLES`] per stream.
     pub gap_examples: Vec<GapRange>,
+    /// Lines of a merged log (`<prop>,<seq>,<loader>,<t>`): consecutive deliveries of
+    /// one property by two different loaders.
+    pub handoffs: u64,
+    /// Of `order_violations`, those whose line came from another loader than the
+    /// property's line before it.
+    pub order_violations_at_handoff: u64,
 }
 
 /// Gap ranges kept per stream as examples.
@@ -333,6 +339,10 @@ pub(crate) struct Scanner {
     trackers: HashMap<u64, Tracker>,
     buf: Vec<u8>,
     base: i64,
+    /// The loader of each property's last line (merged logs only).
+    last_loader: HashMap<u64, u32>,
+    handoffs: u64,
+    at_handoff: u64,
 }
 
 impl Scanner {
@@ -344,6 +354,9 @@ impl Scanner {
             trackers: HashMap::new(),
             buf: vec![0; BUF_SIZE],
             base: 1,
+            last_loader: HashMap::new(),
+            handoffs: 0,
+            at_handoff: 0,
         }
     }
 
@@ -359,6 +372,41 @@ impl Scanner {
         self.dense_limit = (table.dense.len() as u64).clamp(MIN_DENSE_LIMIT, MAX_DENSE_LIMIT);
         self.sparse.clear();
         self.trackers.clear();
+        self.last_loader.clear();
+        self.handoffs = 0;
+        self.at_handoff = 0;
+    }
+
+    /// A line of a merged log: the delivery, then whether it changed hands.
+    #[cold]
+    fn on_loader_line(&mut self, prop: u64, seq: i64, loader: u32, table: &FlowTable) {
+        let before = self.trackers.get(&prop).map_or(0, |t| t.violations);
+        self.on_line(prop, seq, table);
+        let after = self.trackers.get(&prop).map_or(0, |t| t.violations);
+        if let Some(last) = self.last_loader.insert(prop, loader) {
+            if last != loader {
+                self.handoffs += 1;
+                if after > before {
+                    self.at_handoff += 1;
+                }
+            }
+        }
+    }
+
+    /// A line the fast path did not take: a loader's line, a plain one, or malformed.
+    fn on_slow_line(
+        &mut self,
+        line: &[u8],
+        table: &FlowTable,
+        out: &mut ScanOutput,
+        file_label: &str,
+        lineno: u64,
+    ) {
+        match parse_line_ext(line) {
+            Some((p, s, None)) => self.on_line(p, s, table),
+            Some((p, s, Some(l))) => self.on_loader_line(p, s, l, table),
+            None => note_malformed(out, file_label, lineno, line),
+        }
     }
 
     #[inline(always)]
@@ -476,11 +524,8 @@ impl Scanner {
                     if skipping {
                         // Already reported when it overflowed the buffer.
                     } else {
-                        let line = &buf[..filled];
-                        match parse_line(line) {
-                            Some((p, s)) => self.on_line(p, s, table),
-                            None => note_malformed(&mut out, file_label, lineno, line),
-                        }
+                        let line = buf[..filled].to_vec();
+                        self.on_slow_line(&line, table, &mut out, file_label, lineno);
                     }
                 }
                 break;
@@ -515,7 +560,10 @@ impl Scanner {
                 let line = &data[pos..pos + off];
                 match parse_line(line) {
                     Some((p, s)) => self.on_line(p, s, table),
-                    None => note_malformed(&mut out, file_label, lineno, line),
+                    None => {
+                        let line = line.to_vec();
+                        self.on_slow_line(&line, table, &mut out, file_label, lineno);
+                    }
                 }
                 pos += off + 1;
             }
@@ -532,6 +580,8 @@ impl Scanner {
         }
         self.buf = buf;
         self.judge(table, produced_props, &mut out.counts);
+        out.counts.handoffs = self.handoffs;
+        out.counts.order_violations_at_handoff = self.at_handoff;
         Ok(Some(out))
     }
 
@@ -797,6 +847,27 @@ fn parse_fast_bytes(data: &[u8], pos: usize) -> Option<(u64, i64, usize)> {
     Some((prop, seq as i64, i + 1))
 }
 
+/// Parse `<prop>,<seq>` or a merged log's `<prop>,<seq>,<loader>,<t>` (`t` a
+/// non-negative integer, `loader` below 2^32); the loader when there is one.
+pub(crate) fn parse_line_ext(line: &[u8]) -> Option<(u64, i64, Option<u32>)> {
+    if let Some(pq) = parse_line(line) {
+        return Some((pq.0, pq.1, None));
+    }
+    if line.iter().filter(|&&b| b == b',').count() != 3 {
+        return None;
+    }
+    let second = line
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b',')
+        .nth(1)
+        .map(|(i, _)| i)?;
+    let (p, s) = parse_line(&line[..second])?;
+    // `<loader>,<t>` has the shape of `<prop>,<seq>`.
+    let (loader, _t) = parse_line(&line[second + 1..])?;
+    Some((p, s, Some(u32::try_from(loader).ok()?)))
+}
+
 /// Parse `<prop>,<seq>` (both non-negative decimal integers, nothing else on the line).
 #[inline(always)]
 pub(crate) fn parse_line(line: &[u8]) -> Option<(u64, i64)> {
@@ -874,6 +945,31 @@ mod tests {
             b"1,9223372036854775808",
         ] {
             assert_eq!(parse_line(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn a_merged_logs_line_has_four_fields() {
+        assert_eq!(parse_line_ext(b"12,34"), Some((12, 34, None)));
+        assert_eq!(
+            parse_line_ext(b"12,34,1,1700000000000123"),
+            Some((12, 34, Some(1)))
+        );
+        for bad in [
+            &b"1,2,3"[..],
+            b"1,2,3,4,5",
+            b"1,2,,4",
+            b"1,2,3,",
+            b"1,2,-3,4",
+            b"1,2,3,x",
+            b"1,2,4294967296,1",
+        ] {
+            assert_eq!(
+                parse_line_ext(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -4,8 +4,10 @@
 //! The arrows run one way, from the top of this list down:
 //! - [`cli`]: the subcommands and exit codes;
 //! - [`campaign`]: matrices of repeated cells, interleaved, and the ceiling search;
+//! - [`merge`]: the records of several loaders of one cell made one cell;
 //! - [`workload`]: the channel-manager pipeline and the stream workload;
 //! - [`cell`]: the life of one cell, the same for every workload;
+//! - [`fleet`]: several loaders, one cell: shares, the rendezvous, the merge;
 //! - [`console`]: the live progress and the final summary;
 //! - [`record`]: every file a cell leaves;
 //! - [`sampling`]: the resource sampler beside every cell;
@@ -20,7 +22,9 @@ pub mod campaign;
 pub mod cell;
 pub mod cli;
 pub mod console;
+pub mod fleet;
 pub mod measure;
+pub mod merge;
 pub mod pacing;
 pub mod record;
 pub mod sampling;

@@ -584,6 +584,7 @@ fn stamp_seeds() -> Vec<Vec<u8>> {
         flow: b'A',
         seq: 7,
         ts: 1_700_000_000_000_000,
+        loader: None,
     };
     let pad = rates_padding(200);
     let b = Stamp { flow: b'B', ..s };
@@ -701,6 +702,7 @@ fn foreign_payload(now: i64) -> impl Strategy<Value = Input> {
                 flow,
                 seq,
                 ts,
+                loader: None,
             }
             .encode(None),
         )
@@ -752,6 +754,7 @@ fn fuzz_stream_sink() {
             flow: b'S',
             seq: 0,
             ts: i64::MIN,
+            loader: None,
         }
         .encode(None),
     )];
@@ -821,6 +824,7 @@ fn fuzz_pipeline_stage() {
         seed: 1,
         properties: 64,
         timer,
+        fleet: None,
     };
     let stage = Stage::new(0, def, group, logs.log(0), &env);
     // Found by this property: a stamp whose ts is i64::MIN overflowed `now - ts`.
@@ -830,6 +834,7 @@ fn fuzz_pipeline_stage() {
             flow: b'S',
             seq: 0,
             ts: i64::MIN,
+            loader: None,
         }
         .encode(None),
     )];

@@ -602,6 +602,7 @@ mod tests {
             durability: Durability::Memory,
             dedup_window_sec: 0,
             reset: true,
+            sharing: crate::broker::Sharing::ALONE,
         };
         b.setup(&topo).await.unwrap();
         for k in ["p0", "p1", "p0", "other"] {

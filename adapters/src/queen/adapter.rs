@@ -628,6 +628,7 @@ mod tests {
             durability: Durability::Default,
             dedup_window_sec: 0,
             reset: false,
+            sharing: crate::broker::Sharing::ALONE,
         };
         let e = b.setup(&t).await.unwrap_err().to_string();
         assert!(e.contains("compose/queen/README.md"), "{e}");

@@ -59,6 +59,10 @@ use crate::lanes::{fnv1a32, lane_of};
 
 /// Timeout of one control operation (connect, declare, channel open / close).
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
+/// With several loaders sharing the queues: how long a loader waits before it
+/// registers as a standby consumer on the queues that are another loader's to serve.
+const STANDBY_DELAY: Duration = Duration::from_secs(2);
+
 /// How long the CLI may take (reset listing, cost snapshot).
 const CTL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -110,6 +114,8 @@ struct Gauges {
 #[derive(Debug)]
 struct Layout {
     idiom: Idiom,
+    /// The loaders consuming every queue together, and which one this is.
+    sharing: crate::broker::Sharing,
     /// Lanes per group (lane-queues) or queues per group (hash-exchange).
     queues_per_group: u64,
     topics: HashMap<String, TopicLayout>,
@@ -836,6 +842,15 @@ impl Inner {
             sstr("x-queue-type"),
             AMQPValue::LongString(LongString::from(self.opts.queue_type.name())),
         );
+        if topology.sharing.is_shared() {
+            // Several loaders consume every queue: one consumer at a time per queue,
+            // or a key's messages would be split between two processes.
+            qargs.insert(sstr("x-single-active-consumer"), AMQPValue::Boolean(true));
+            notes.push(format!(
+                "shared by {} loaders: every queue has x-single-active-consumer (one consumer of all the loaders' receives a queue's deliveries)",
+                topology.sharing.processes
+            ));
+        }
         let durable_x = ExchangeDeclareOptions {
             durable: true,
             ..Default::default()
@@ -975,6 +990,7 @@ impl Inner {
         }
         *self.layout.write() = Some(Arc::new(Layout {
             idiom,
+            sharing: topology.sharing,
             queues_per_group: qpg,
             topics,
             physical_queues: physical,
@@ -1111,15 +1127,30 @@ impl Broker for RabbitBroker {
         let slots: Vec<Arc<ConnSlot>> = self.inner.slots.read().clone();
         let nslots = layout.consumer_connections.min(slots.len()).max(1);
         let mut tasks = JoinSet::new();
-        for q in queues {
+        let sharing = layout.sharing;
+        for (n, q) in queues.into_iter().enumerate() {
             let i = self.inner.next_slot.fetch_add(1, Ordering::Relaxed) % nslots;
-            tasks.spawn(self.inner.clone().queue_loop(
-                q,
+            // Shared by several loaders (single active consumer): each loader
+            // registers first on its share of the queues and waits before joining the
+            // others' as a standby, so the active consumers spread over the loaders
+            // instead of all landing on whichever registered first.
+            let standby = sharing.is_shared() && n as u64 % sharing.processes != sharing.index;
+            let inner = self.inner.clone();
+            let (slot, options, handler, stop) = (
                 slots[i].clone(),
                 options.clone(),
                 handler.clone(),
                 stop.clone(),
-            ));
+            );
+            tasks.spawn(async move {
+                if standby {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(STANDBY_DELAY) => {}
+                    }
+                }
+                inner.queue_loop(q, slot, options, handler, stop).await
+            });
         }
         while let Some(r) = tasks.join_next().await {
             if let Err(e) = r {
@@ -1227,6 +1258,7 @@ mod tests {
         assert_eq!(keys(&b), always);
         *b.inner.layout.write() = Some(Arc::new(Layout {
             idiom: Idiom::LaneQueues,
+            sharing: crate::broker::Sharing::ALONE,
             queues_per_group: 4,
             topics: HashMap::new(),
             physical_queues: 8,

@@ -124,6 +124,7 @@ impl Fixture {
             durability: self.durability,
             dedup_window_sec: 0,
             reset: true,
+            sharing: adapters::Sharing::ALONE,
         }
     }
 
@@ -568,6 +569,7 @@ pub async fn unreachable_server_is_a_connection_error(
         durability: Durability::Default,
         dedup_window_sec: 0,
         reset: false,
+        sharing: adapters::Sharing::ALONE,
     };
     let e = tokio::time::timeout(DEADLINE, b.setup(&t))
         .await

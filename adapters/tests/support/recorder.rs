@@ -51,6 +51,7 @@ pub fn topology(topic: &str, groups: &[&str], keys: u64, lanes: u64) -> Topology
         durability: Durability::Default,
         dedup_window_sec: 0,
         reset: true,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

@@ -266,6 +266,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
             sampler_url: None,
             timing: req.timing,
             interrupt_drain: crate::cell::INTERRUPT_DRAIN,
+            fleet: None,
         };
         rt.block_on(crate::workload::run_cell(&l, &opts, &[], &interrupt))?;
         let (outcome, served, p99_ms, held, why) = judge(&cell_dir, req.served, req.p99_max);

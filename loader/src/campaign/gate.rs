@@ -226,6 +226,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
                     sampler_url: None,
                     timing: req.timing,
                     interrupt_drain: crate::cell::INTERRUPT_DRAIN,
+                    fleet: None,
                 };
                 let started = std::time::Instant::now();
                 let r = rt.block_on(crate::workload::run_cell(&l, &opts, &[], &interrupt));

@@ -346,6 +346,7 @@ async fn run_cells(
             sampler_url: None,
             timing: req.timing,
             interrupt_drain: crate::cell::INTERRUPT_DRAIN,
+            fleet: None,
         };
         let r = crate::workload::run_cell(loaded, &opts, &[], &interrupt).await;
         ran += 1;

@@ -2,6 +2,14 @@
 //! refusal), start the consumers, prepare (hydrate), pace a warm-up and the rated
 //! window, drain, verify, apply the VOID rule, finish sampling, write the record and
 //! the summary. A [`workload::Workload`] supplies what is particular to it.
+//!
+//! One loader of several ([`crate::fleet`]) lives the same life with four meetings
+//! at the rendezvous: it joins before anything; in a `shared` cell the others wait
+//! for loader 0's topology and attach to it without a reset; every loader waits at
+//! the start barrier and paces from the instant it gives; and a `shared` cell's
+//! drain ends on the cell's global frontier. A loader that fails after joining tells
+//! the others, and any loader's failure ends every loader's cell early
+//! (`ABANDONED`).
 
 pub mod consumers;
 pub mod drain;
@@ -26,7 +34,10 @@ pub use outcome::Outcome;
 
 use crate::cell::drain::{abandon_at_deadline, drain};
 use crate::cell::faults::Faults;
-use crate::cell::workload::{CellEnv, Ending, Traffic, Workload};
+use crate::cell::workload::{CellEnv, Ending, FleetLink, Traffic, Workload};
+use crate::fleet::clock::ClockBound;
+use crate::fleet::rendezvous::{Fail, Stage};
+use crate::fleet::{FleetSpec, LoadersRecord, Member};
 use crate::measure::clock::Clock;
 use crate::measure::phase::{Phase, PhaseCell};
 use crate::measure::window::RatedWindow;
@@ -54,6 +65,8 @@ pub struct RunOptions {
     pub timing: Timing,
     /// After Ctrl-C or SIGTERM, the drain goes on for at most this long.
     pub interrupt_drain: Duration,
+    /// This process is one loader of a cell of several (`--loader-index`, …).
+    pub fleet: Option<FleetSpec>,
 }
 
 /// The drain after an interruption, unless told otherwise.
@@ -84,7 +97,6 @@ pub async fn run<W: Workload>(
     let clock = Clock::anchor();
     let mut inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
     crate::record::incomplete::begin(&dir);
-    let started = inv.started;
     let sampling = crate::sampling::start(s, &dir)?;
     let quiet = opts.quiet;
     let say = move |m: String| {
@@ -96,36 +108,259 @@ pub async fn run<W: Workload>(
         say(line);
     }
 
-    // The system (through the harness's proxy when the scenario asks for one), and the
-    // topology on it (or its refusal, which is the result).
-    let proxy = Faults::start_proxy(s).await?;
-    let broker = match &proxy {
-        None => crate::cell::setup::build(s, &workload.build_context())?,
-        Some(p) => crate::cell::setup::build_via(s, &workload.build_context(), p.listen())?,
-    };
-    let topo = workload.topology();
-    let description = match crate::cell::setup::setup(&*broker, s, &topo).await? {
-        Ok(d) => d,
-        Err(refusal) => {
-            let summary = crate::record::refused::record(
-                &dir,
-                s,
-                &inv.host,
-                inv.started,
-                topo.lanes,
-                refusal,
-            )?;
-            inv.write(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
-            crate::record::incomplete::end();
-            sampling.stop();
-            return Ok(CellReport {
-                outcome: Outcome::Refused,
-                load: None,
-                dir,
-                summary,
-            });
+    // One loader of several: join the rendezvous first (loader 0 serves it).
+    let fleet = opts.fleet.clone();
+    let clock_start = fleet.as_ref().map(|_| ClockBound::read());
+    let member: Option<Arc<Member>> = match fleet.as_ref().filter(|f| !f.alone()) {
+        None => None,
+        Some(f) => {
+            say(format!(
+                "loader {} of {} ({} topology): joining the rendezvous {}",
+                f.share.index,
+                f.share.count,
+                f.topology.name(),
+                f.rendezvous
+            ));
+            match Member::start(f.clone(), f.digest.clone()).await {
+                Ok(m) => Some(m),
+                Err(why) => {
+                    return abandoned_early(
+                        s,
+                        &dir,
+                        &mut inv,
+                        sampling,
+                        f,
+                        None,
+                        &why,
+                        &clock_start,
+                    )
+                }
+            }
         }
     };
+    match run_joined(
+        &mut workload,
+        loaded,
+        opts,
+        interrupt,
+        clock,
+        &mut inv,
+        sampling,
+        &member,
+        &clock_start,
+        &say,
+    )
+    .await
+    {
+        Ok(r) => Ok(r),
+        Err(JoinedError::Abandoned(report)) => Ok(report),
+        Err(JoinedError::Other(e)) => Err(e),
+    }
+}
+
+/// How a joined loader's cell can end besides a report: given up (its record is
+/// written), or an error that is not the system's (no record claims success).
+enum JoinedError {
+    Abandoned(CellReport),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for JoinedError {
+    fn from(e: anyhow::Error) -> Self {
+        JoinedError::Other(e)
+    }
+}
+
+/// Record a loader that gave the cell up before pacing it, and end.
+#[allow(clippy::too_many_arguments)]
+fn abandoned_early(
+    s: &crate::scenario::Scenario,
+    dir: &Path,
+    inv: &mut InvocationFile,
+    sampling: crate::sampling::Sampling,
+    f: &FleetSpec,
+    member: Option<&Member>,
+    why: &Fail,
+    clock_start: &Option<ClockBound>,
+) -> Result<CellReport> {
+    let record = loaders_record(f, member, None, clock_start.clone(), Some(why.clone()));
+    let summary = crate::fleet::abandoned::record(dir, s, &inv.host, inv.started, why, &record)?;
+    inv.write(Some(SystemTime::now()), Some(Outcome::Abandoned.name()))?;
+    crate::record::incomplete::end();
+    sampling.stop();
+    Ok(CellReport {
+        outcome: Outcome::Abandoned,
+        load: None,
+        dir: dir.to_path_buf(),
+        summary,
+    })
+}
+
+/// The `loaders` section of this loader's record.
+fn loaders_record(
+    f: &FleetSpec,
+    member: Option<&Member>,
+    start_unix_us: Option<i64>,
+    clock_start: Option<ClockBound>,
+    abandoned: Option<Fail>,
+) -> LoadersRecord {
+    LoadersRecord {
+        count: f.share.count,
+        index: Some(f.share.index),
+        topology: f.topology.name().into(),
+        rendezvous: f.rendezvous.clone(),
+        share: Some(crate::fleet::ShareRecord {
+            properties_owned: f.share.owned(f.properties),
+            rate_fraction: f.rate_fraction,
+            rule: format!("p mod {} = {}", f.share.count, f.share.index),
+        }),
+        namespace: f.namespace(),
+        verified_alone: f.verifies_alone(),
+        start_unix_us,
+        host: Some(crate::fleet::clock::LoaderHost::this()),
+        clock_start,
+        clock_end: Some(ClockBound::read()),
+        hosts: member
+            .map(|m| m.hosts().into_iter().map(|h| h.map(|(h, _)| h)).collect())
+            .unwrap_or_default(),
+        abandoned,
+        loaders: Vec::new(),
+    }
+}
+
+/// The cell from the moment this loader is in it (alone, or joined to the others).
+#[allow(clippy::too_many_arguments)]
+async fn run_joined<W: Workload>(
+    workload: &mut W,
+    loaded: &Loaded,
+    opts: &RunOptions,
+    interrupt: &CancellationToken,
+    clock: Clock,
+    inv: &mut InvocationFile,
+    sampling: crate::sampling::Sampling,
+    member: &Option<Arc<Member>>,
+    clock_start: &Option<ClockBound>,
+    say: &(dyn Fn(String) + Sync),
+) -> std::result::Result<CellReport, JoinedError> {
+    let s = &loaded.scenario;
+    let dir = opts.out.clone();
+    let started = inv.started;
+    let quiet = opts.quiet;
+    let fleet = opts.fleet.clone();
+    // Any failure from here on is told to the other loaders, and recorded.
+    macro_rules! or_abandon {
+        ($stage:expr, $e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(e) => {
+                    let e: anyhow::Error = e.into();
+                    match (member, fleet.as_ref()) {
+                        (Some(m), Some(f)) => {
+                            m.fail($stage, format!("{e:#}")).await;
+                            let why = m.abandoned().expect("just failed");
+                            return Err(JoinedError::Abandoned(abandoned_early(
+                                s,
+                                &dir,
+                                inv,
+                                sampling,
+                                f,
+                                Some(m),
+                                &why,
+                                clock_start,
+                            )?));
+                        }
+                        _ => return Err(JoinedError::Other(e)),
+                    }
+                }
+            }
+        };
+    }
+    // Waiting at a barrier: an abandoned cell is recorded as such.
+    macro_rules! barrier {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(why) => {
+                    let f = fleet.as_ref().expect("a barrier has a fleet");
+                    return Err(JoinedError::Abandoned(abandoned_early(
+                        s,
+                        &dir,
+                        inv,
+                        sampling,
+                        f,
+                        member.as_deref(),
+                        &why,
+                        clock_start,
+                    )?));
+                }
+            }
+        };
+    }
+
+    // The system (through the harness's proxy when the scenario asks for one), and the
+    // topology on it (or its refusal, which is the result).
+    let proxy = or_abandon!("setup", Faults::start_proxy(s).await);
+    let broker = match &proxy {
+        None => or_abandon!(
+            "setup",
+            crate::cell::setup::build(s, &workload.build_context())
+        ),
+        Some(p) => or_abandon!(
+            "setup",
+            crate::cell::setup::build_via(s, &workload.build_context(), p.listen())
+        ),
+    };
+    let mut topo = workload.topology();
+    if let Some(f) = &fleet {
+        topo.sharing = f.sharing();
+        if !f.sets_up() {
+            // Loader 0 sets the shared topology up (and resets it); the others attach.
+            topo.reset = false;
+        }
+    }
+    if let (Some(m), Some(f)) = (member, &fleet) {
+        if !f.sets_up() {
+            say("waiting for loader 0's topology".into());
+            barrier!(m.wait("topology", |v| v.topology_ready, |_| vec![0]).await);
+        }
+    }
+    let description =
+        match or_abandon!("setup", crate::cell::setup::setup(&*broker, s, &topo).await) {
+            Ok(d) => d,
+            Err(refusal) => {
+                if let Some(m) = member {
+                    m.fail(
+                        "setup",
+                        format!(
+                            "the system refused the topology: {} ({})",
+                            refusal.what, refusal.answer
+                        ),
+                    )
+                    .await;
+                }
+                let summary = crate::record::refused::record(
+                    &dir,
+                    s,
+                    &inv.host,
+                    inv.started,
+                    topo.lanes,
+                    refusal,
+                )?;
+                inv.write(Some(SystemTime::now()), Some(Outcome::Refused.name()))?;
+                crate::record::incomplete::end();
+                sampling.stop();
+                return Ok(CellReport {
+                    outcome: Outcome::Refused,
+                    load: None,
+                    dir,
+                    summary,
+                });
+            }
+        };
+
+    if let Some(m) = member {
+        m.set_stage(Stage::TopologyReady);
+    }
 
     // Consumers, each with its log and counters.
     let env = CellEnv {
@@ -137,17 +372,67 @@ pub async fn run<W: Workload>(
         timing: opts.timing,
         dir: dir.clone(),
         description: description.clone(),
+        fleet: fleet.as_ref().map(|f| FleetLink {
+            share: f.share,
+            member: member.clone(),
+            shared: f.topology == crate::scenario::FleetTopology::Shared && !f.alone(),
+            same_clock: Arc::new(std::sync::OnceLock::new()),
+        }),
     };
+    // A loader of several: an abort by any loader ends this one's traffic early,
+    // as Ctrl-C does.
+    let halt = CancellationToken::new();
+    {
+        let (halt, interrupt) = (halt.clone(), interrupt.clone());
+        let lost = member.as_ref().map(|m| m.lost());
+        tokio::spawn(async move {
+            match lost {
+                Some(lost) => tokio::select! {
+                    _ = interrupt.cancelled() => {}
+                    _ = lost.cancelled() => {}
+                },
+                None => interrupt.cancelled().await,
+            }
+            halt.cancel();
+        });
+    }
+    let interrupt = &halt;
     let specs = workload.consumers();
     let names: Vec<String> = specs.iter().map(|c| c.name()).collect();
-    let logs = StreamLogs::create(&dir, &names).context("creating the stream logs")?;
+    let tagged = fleet
+        .as_ref()
+        .filter(|f| !f.alone())
+        .map(|f| f.share.index as u32);
+    let logs = or_abandon!(
+        "setup",
+        StreamLogs::create_for(&dir, &names, tagged).context("creating the stream logs")
+    );
     let counters: Vec<Arc<StreamCounters>> = specs
         .iter()
         .map(|_| Arc::new(StreamCounters::default()))
         .collect();
-    let handlers = workload.attach(&env, &logs, &counters)?;
+    let handlers = or_abandon!("setup", workload.attach(&env, &logs, &counters));
     let tally = workload.tally();
     let consumers = crate::cell::consumers::start(&broker, &specs, handlers, &counters, &env.stop);
+    // What this loader has done, for the cell's global progress at the rendezvous.
+    let producers_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(m) = member {
+        let (m, tally, done) = (m.clone(), tally.clone(), producers_done.clone());
+        tokio::spawn(async move {
+            loop {
+                let d = (tally.delivered)();
+                m.set_progress(
+                    d,
+                    d + (tally.published)(),
+                    done.load(std::sync::atomic::Ordering::Acquire),
+                );
+                if m.lost().is_cancelled() {
+                    break;
+                }
+                tokio::time::sleep(crate::fleet::member::BEAT).await;
+            }
+        });
+    }
 
     // Live progress.
     let phase = Arc::new(PhaseCell::new(workload.initial_phase()));
@@ -164,12 +449,50 @@ pub async fn run<W: Workload>(
         })
     };
 
-    let hydration_sec = workload.prepare(&env, interrupt, &say).await?;
+    let hydration_sec = or_abandon!("hydration", workload.prepare(&env, interrupt, say).await);
 
-    // Paced traffic: warm-up, then the rated window.
-    let lead = Duration::from_millis(50);
-    let start = Instant::now() + lead;
-    let start_us = clock.us_at(start);
+    // Paced traffic: warm-up, then the rated window; several loaders from the start
+    // instant the rendezvous gives once every loader is ready.
+    let (start, start_us) = match member {
+        None => {
+            let start = Instant::now() + Duration::from_millis(50);
+            (start, clock.us_at(start))
+        }
+        Some(m) => {
+            m.set_stage(Stage::Ready);
+            say("ready: waiting at the start barrier".into());
+            let v = barrier!(
+                m.wait(
+                    "start",
+                    |v| v.start_unix_us.is_some(),
+                    |v| v.not_at(Stage::Ready)
+                )
+                .await
+            );
+            let us = v.start_unix_us.expect("the barrier waited for it");
+            if let Some(link) = &env.fleet {
+                let me = m.hosts().get(m.index() as usize).cloned().flatten();
+                let same: Vec<bool> = m
+                    .hosts()
+                    .iter()
+                    .map(|h| match (&me, h) {
+                        (Some((a, _)), Some((b, _))) => a.same_clock(b),
+                        _ => false,
+                    })
+                    .collect();
+                let _ = link.same_clock.set(same);
+            }
+            m.set_stage(Stage::Running);
+            say(format!(
+                "start barrier passed: pacing from {} (in {:.0} ms)",
+                crate::record::invocation::utc(
+                    std::time::UNIX_EPOCH + Duration::from_micros(us.max(0) as u64)
+                ),
+                (us - clock.now_us()) as f64 / 1000.0
+            ));
+            (clock.instant_of(us), us)
+        }
+    };
     let (warm, rated) = (s.warmup.0, s.duration.0);
     let rated_start_us = start_us + warm.as_micros() as i64;
     env.window
@@ -215,10 +538,18 @@ pub async fn run<W: Workload>(
     // deadline. Publishers retry meanwhile, and give up when the drain ends (counted
     // failed or indeterminate).
     phase.set(Phase::Drain);
+    let shared_member = member
+        .as_ref()
+        .filter(|_| env.fleet.as_ref().is_some_and(|f| f.shared));
+    if let Some(m) = member {
+        m.set_stage(Stage::Draining);
+    }
+    if let (Some(m), Some(src)) = (shared_member, workload.frontier_source()) {
+        m.send_frontier(src);
+    }
     let drain_start = Instant::now();
     let drain_max = s.drain.max.0;
     abandon_at_deadline(&env.abandon, drain_max, interrupt, opts.interrupt_drain);
-    let producers_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let finishing = {
         let done = producers_done.clone();
         tokio::spawn(async move {
@@ -235,8 +566,19 @@ pub async fn run<W: Workload>(
         drain_max,
         interrupt,
         opts.interrupt_drain,
-        || producers_done.load(std::sync::atomic::Ordering::Acquire) && workload.caught_up(),
-        || workload.deliveries() + (tally.published)(),
+        || {
+            let mine = producers_done.load(std::sync::atomic::Ordering::Acquire);
+            match shared_member {
+                // Shared: every loader's producers done and every stream caught up
+                // with every key, as the rendezvous merges them.
+                Some(m) => mine && m.view().is_some_and(|v| v.producers_done && v.caught_up),
+                None => mine && workload.caught_up(),
+            }
+        },
+        || match shared_member {
+            Some(m) => m.view().map_or(0, |v| v.moved),
+            None => workload.deliveries() + (tally.published)(),
+        },
         || {
             // The system's failed answers: the consumers' and the publishers'.
             let consume: u64 = counters
@@ -302,10 +644,28 @@ pub async fn run<W: Workload>(
         p.close();
     }
 
-    // produced.meta, then the checker's verdict.
-    let meta = workload.produced_meta(drain_end, s.accept.name());
+    if let Some(m) = member {
+        m.set_stage(Stage::Drained);
+    }
+
+    // produced.meta, then the checker's verdict (a loader of a shared cell leaves it
+    // to the merge: its logs hold whichever keys the system handed it).
+    let mut meta = workload.produced_meta(drain_end, s.accept.name());
+    if let Some(f) = fleet.as_ref().filter(|f| !f.alone()) {
+        meta = with_fleet_header(&meta, f);
+    }
     std::fs::write(dir.join("produced.meta"), meta).context("writing produced.meta")?;
-    let verdict = verify(&dir, s.accept).await?;
+    let verifies = fleet.as_ref().is_none_or(|f| f.verifies_alone());
+    let verdict = if verifies {
+        verify(&dir, s.accept).await?
+    } else {
+        deferred_verdict(&dir)
+    };
+    if let Some(f) = fleet.as_ref().filter(|f| !f.alone()) {
+        let hists = workload.histograms();
+        crate::fleet::totals::write(&dir.join("totals.hlog"), &hists, f.share.index)
+            .context("writing totals.hlog")?;
+    }
 
     // The cost of serving the cell, over the rated window.
     let load = workload.load();
@@ -406,12 +766,24 @@ pub async fn run<W: Workload>(
             drain_unreachable: drain_end == crate::cell::drain::DrainEnd::Unreachable,
         },
     );
-    let outcome = if interrupt.is_cancelled() {
+    let abandoned = member.as_ref().and_then(|m| m.abandoned());
+    if let Some(a) = &abandoned {
+        warnings.push(format!(
+            "ABANDONED: loader {} failed at {}: {}; every loader stopped its traffic early",
+            a.loader, a.stage, a.why
+        ));
+    }
+    let outcome = if abandoned.is_some() {
+        Outcome::Abandoned
+    } else if interrupt.is_cancelled() {
         // Stopped by Ctrl-C or SIGTERM: the record is complete, over the window as it
         // ran; the verdict on what was delivered is in it.
         Outcome::Interrupted
     } else {
-        crate::cell::void_rule::outcome(verdict.pass, figures.identity_holds, &void_reasons)
+        match crate::cell::void_rule::outcome(verdict.pass, figures.identity_holds, &void_reasons) {
+            Outcome::Pass if !verifies => Outcome::Share,
+            o => o,
+        }
     };
     let ended = SystemTime::now();
     let result = CellResult {
@@ -449,11 +821,28 @@ pub async fn run<W: Workload>(
             broker_stats,
             warnings,
             faults: fault_record,
+            loaders: fleet
+                .as_ref()
+                .map(|f| {
+                    serde_json::to_value(loaders_record(
+                        f,
+                        member.as_deref(),
+                        Some(start_us),
+                        clock_start.clone(),
+                        abandoned.clone(),
+                    ))
+                })
+                .transpose()
+                .context("serialising the loaders section")?,
         },
     };
     write_result(&dir, &result)?;
     inv.write(Some(ended), Some(outcome.name()))?;
     crate::record::incomplete::end();
+    if let Some(m) = member {
+        // Loader 0 keeps the rendezvous up until every loader is done.
+        m.finish().await;
+    }
 
     let summary = crate::console::summary::render(
         &result.head,
@@ -469,6 +858,49 @@ pub async fn run<W: Workload>(
         dir,
         summary,
     })
+}
+
+/// `produced.meta` with the `# fleet` header line after its first line: which loader
+/// of how many, the topology and the namespace (the checker keeps it as header keys;
+/// `crossbench merge` reads it).
+fn with_fleet_header(meta: &str, f: &FleetSpec) -> String {
+    let line = format!(
+        "# fleet loaders={} index={} topology={}{}\n",
+        f.share.count,
+        f.share.index,
+        f.topology.name(),
+        f.namespace()
+            .map_or(String::new(), |n| format!(" namespace={n}"))
+    );
+    match meta.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{line}{rest}"),
+        None => format!("{meta}\n{line}"),
+    }
+}
+
+/// The verdict of a loader of a `shared` cell: none of its own. Its logs hold
+/// whichever keys the system handed it, so only the merge can judge the cell.
+fn deferred_verdict(dir: &Path) -> checker::Verdict {
+    checker::Verdict {
+        schema_version: checker::SCHEMA_VERSION,
+        pass: true,
+        cut_short: false,
+        dir: dir.display().to_string(),
+        meta_format: checker::MetaFormat::CrossbenchV1,
+        base: 0,
+        drain: None,
+        delivery: None,
+        duplicates_allowed: false,
+        total_ack_errors: 0,
+        loss_allowed: None,
+        reasons: vec![
+            "note: one loader's share of a shared cell: its logs hold whichever keys the system handed it, so the verdict is `crossbench merge`'s over every loader's logs".into(),
+        ],
+        streams: Vec::new(),
+        totals: Default::default(),
+        malformed: Vec::new(),
+        malformed_count: 0,
+    }
 }
 
 /// The checker's verdict on the cell's logs and `produced.meta`, off the async

@@ -15,6 +15,14 @@ pub enum Outcome {
     /// over what was delivered, and its record is complete; its figures cover the
     /// window as it ran.
     Interrupted,
+    /// One loader's share of a cell of several loaders in the `shared` topology: it
+    /// ran its share to the end, and the verdict is the merge's (`crossbench merge`),
+    /// since its logs hold whichever keys the system handed it.
+    Share,
+    /// A cell of several loaders that a loader gave up (it failed, fell silent, or
+    /// never arrived): every loader stopped, and each record says which loader and
+    /// why.
+    Abandoned,
 }
 
 impl Outcome {
@@ -25,6 +33,8 @@ impl Outcome {
             Outcome::Void => "VOID",
             Outcome::Refused => "REFUSED",
             Outcome::Interrupted => "INTERRUPTED",
+            Outcome::Share => "SHARE",
+            Outcome::Abandoned => "ABANDONED",
         }
     }
 
@@ -33,10 +43,12 @@ impl Outcome {
     pub fn worst(self, other: Outcome) -> Outcome {
         let rank = |o: Outcome| match o {
             Outcome::Pass => 0,
+            Outcome::Share => 0,
             Outcome::Void => 1,
             Outcome::Refused => 2,
             Outcome::Fail => 3,
             Outcome::Interrupted => 4,
+            Outcome::Abandoned => 5,
         };
         if rank(other) > rank(self) {
             other

@@ -59,6 +59,37 @@ pub struct CellEnv {
     pub timing: Timing,
     pub dir: PathBuf,
     pub description: Description,
+    /// This loader's part in a cell of several loaders (`None`: the ordinary cell).
+    pub fleet: Option<FleetLink>,
+}
+
+/// What a workload needs to know when it is one loader of several.
+#[derive(Debug, Clone)]
+pub struct FleetLink {
+    /// The keys this loader owns.
+    pub share: crate::fleet::Share,
+    /// Its rendezvous (absent with one loader).
+    pub member: Option<Arc<crate::fleet::Member>>,
+    /// The `shared` topology: this loader's consumers get other loaders' keys, and
+    /// global progress is the rendezvous's.
+    pub shared: bool,
+    /// For each loader, whether it reads this loader's clock (same host); set at the
+    /// start barrier, before any rated message.
+    pub same_clock: Arc<std::sync::OnceLock<Vec<bool>>>,
+}
+
+impl FleetLink {
+    /// The cell's global count of processed messages when the rendezvous knows it
+    /// (`shared` cells), else `None`.
+    pub fn global_processed(&self) -> Option<u64> {
+        if !self.shared {
+            return None;
+        }
+        self.member
+            .as_ref()
+            .and_then(|m| m.view())
+            .map(|v| v.processed)
+    }
 }
 
 /// When paced traffic runs: from `start` (`start_us` on the cell's clock) for
@@ -177,6 +208,17 @@ pub trait Workload: Send + Sync {
     fn caught_up(&self) -> bool;
     /// `produced.meta`: the checker's ground truth.
     fn produced_meta(&self, drain: DrainEnd, delivery: &str) -> String;
+    /// This loader's frontier, for the rendezvous of a `shared` cell of several
+    /// loaders (its drain ends when every loader's streams have caught up).
+    fn frontier_source(&self) -> Option<Arc<dyn crate::fleet::member::FrontierSource>> {
+        None
+    }
+    /// Every whole-run histogram of `result.json`, each tagged with the dotted path of
+    /// its summary there (`latency_ms.e2e_a`, `streams.3.entry_age_ms`): a loader of
+    /// several writes them to `totals.hlog`, and `crossbench merge` adds them up.
+    fn histograms(&self) -> Vec<(String, hdrhistogram::Histogram<u64>)> {
+        Vec::new()
+    }
     /// What the shared rules read.
     fn load(&self) -> Load;
     /// The workload's figures.

@@ -31,11 +31,14 @@ pub enum Exit {
     Interrupted,
     /// Stopped by SIGTERM before it ended; what ran is recorded.
     Terminated,
+    /// A cell of several loaders was abandoned: a loader failed, fell silent or never
+    /// arrived.
+    Abandoned,
 }
 
 impl Exit {
     /// Every exit, in code order.
-    pub const ALL: [Exit; 11] = [
+    pub const ALL: [Exit; 12] = [
         Exit::Pass,
         Exit::Internal,
         Exit::BadInput,
@@ -45,6 +48,7 @@ impl Exit {
         Exit::Regression,
         Exit::Inconclusive,
         Exit::NotHeld,
+        Exit::Abandoned,
         Exit::Interrupted,
         Exit::Terminated,
     ];
@@ -60,6 +64,7 @@ impl Exit {
             Exit::Regression => 6,
             Exit::Inconclusive => 7,
             Exit::NotHeld => 8,
+            Exit::Abandoned => 9,
             Exit::Interrupted => 130,
             Exit::Terminated => 143,
         }
@@ -77,6 +82,7 @@ impl Exit {
             Exit::Regression => "regression",
             Exit::Inconclusive => "inconclusive",
             Exit::NotHeld => "NOT-HELD",
+            Exit::Abandoned => "ABANDONED",
             Exit::Interrupted => "interrupted",
             Exit::Terminated => "terminated",
         }
@@ -93,6 +99,7 @@ impl Exit {
             Exit::Regression => "`crossbench gate`: the candidate regressed beyond the noise, confirmed by fresh pairs",
             Exit::Inconclusive => "`crossbench gate`: cannot judge (unstable metrics, too many VOID legs, too few pairs)",
             Exit::NotHeld => "PASS, but the cell did not hold its load (served too little, publishes failed or shed, the drain cut short) and the scenario did not call it exploratory",
+            Exit::Abandoned => "several loaders: a loader failed, fell silent or never reached the rendezvous, and every loader gave the cell up; each record says which loader and why",
             Exit::Interrupted => "stopped by Ctrl-C (SIGINT): it drained briefly and its record is complete, outcome INTERRUPTED (a second Ctrl-C exits at once and marks the record incomplete; a campaign: `--resume` runs the rest)",
             Exit::Terminated => "stopped by SIGTERM, as by Ctrl-C",
         }
@@ -114,6 +121,9 @@ impl Exit {
             Outcome::Void => Exit::Void,
             Outcome::Refused => Exit::Refused,
             Outcome::Interrupted => crate::cli::signals::exit(),
+            // One loader's share ran to its end; the verdict is the merge's.
+            Outcome::Share => Exit::Pass,
+            Outcome::Abandoned => Exit::Abandoned,
         }
     }
 
@@ -126,6 +136,7 @@ impl Exit {
                 .is_some()
             || e.downcast_ref::<adapters::BuildError>().is_some()
             || e.downcast_ref::<checker::CheckError>().is_some()
+            || e.downcast_ref::<crate::fleet::FleetError>().is_some()
             || e.downcast_ref::<report::ReportError>()
                 .is_some_and(report::ReportError::is_bad_input);
         if bad {
@@ -151,7 +162,7 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_in_order() {
-        for (i, e) in Exit::ALL.iter().take(9).enumerate() {
+        for (i, e) in Exit::ALL.iter().take(10).enumerate() {
             assert_eq!(e.code() as usize, i, "{e:?}");
         }
         assert_eq!(

@@ -35,6 +35,36 @@ pub fn acquire(quiet: bool) -> anyhow::Result<std::fs::File> {
     Ok(f)
 }
 
+/// Hold the run lock shared until the returned file is dropped: the loaders of one
+/// cell of several on one machine run together, and any other run waits for them
+/// (as they wait for it).
+pub fn acquire_shared(quiet: bool) -> anyhow::Result<std::fs::File> {
+    let path = path();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening the run lock {}", path.display()))?;
+    match f.try_lock_shared() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            if !quiet {
+                eprintln!(
+                    "waiting for another crossbench run to finish (lock {}): two runs at once would contaminate each other's figures",
+                    path.display()
+                );
+            }
+            f.lock_shared()
+                .with_context(|| format!("waiting for the run lock {}", path.display()))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", path.display()));
+        }
+    }
+    Ok(f)
+}
+
 /// Where the lock is.
 pub fn path() -> PathBuf {
     std::env::var_os("CROSSBENCH_LOCK")

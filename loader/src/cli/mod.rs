@@ -52,6 +52,33 @@ pub enum Command {
         /// and record the cell as INTERRUPTED.
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         interrupt_drain: String,
+        /// Several loaders, one cell: this loader's index J (0..N-1; default
+        /// JOB_COMPLETION_INDEX). It owns the properties p with p mod N = J.
+        #[arg(long, value_name = "J")]
+        loader_index: Option<u64>,
+        /// Several loaders, one cell: the number of loaders N (loaders.count).
+        #[arg(long, value_name = "N")]
+        loader_count: Option<u64>,
+        /// Loader 0's rendezvous, http://host:port, the same on every loader
+        /// (loaders.rendezvous).
+        #[arg(long, value_name = "URL")]
+        rendezvous: Option<String>,
+        /// Where loader 0 listens for the rendezvous (default: the --rendezvous address),
+        /// e.g. 0.0.0.0:7070 in a pod.
+        #[arg(long, value_name = "HOST:PORT")]
+        rendezvous_listen: Option<String>,
+    },
+    /// Merge the records of several loaders of one cell into one cell (SPEC.md §10).
+    Merge {
+        /// Each loader's cell directory.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The merged cell's directory (must not exist or be empty).
+        #[arg(long)]
+        out: PathBuf,
+        /// No table on stdout.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Run a campaign: a matrix of cells, repeated, interleaved (docs/campaigns.md).
     Campaign(campaign::CampaignArgs),
@@ -106,6 +133,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             quiet,
             sampler,
             interrupt_drain,
+            loader_index,
+            loader_count,
+            rendezvous,
+            rendezvous_listen,
         } => {
             let interrupt_drain = adapters::duration_text::parse_duration(&interrupt_drain)
                 .map_err(|e| {
@@ -122,9 +153,16 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
                 timing: crate::pacing::pacer::Timing::Real,
                 argv: std::env::args().collect(),
                 interrupt_drain,
+                loaders: crate::fleet::LoaderFlags {
+                    index: loader_index,
+                    count: loader_count,
+                    rendezvous,
+                    listen: rendezvous_listen,
+                },
             };
             Ok(run::execute(&req)?.exit)
         }
+        Command::Merge { dirs, out, quiet } => crate::merge::command(&dirs, &out, quiet),
         Command::Campaign(a) => campaign::campaign(a),
         Command::Ceiling(a) => campaign::ceiling(a),
         Command::Findings(a) => campaign::findings(a),

@@ -30,6 +30,8 @@ pub struct RunRequest {
     pub argv: Vec<String>,
     /// After Ctrl-C or SIGTERM, the drain goes on for at most this long.
     pub interrupt_drain: std::time::Duration,
+    /// Several loaders, one cell: this loader's flags.
+    pub loaders: crate::fleet::LoaderFlags,
 }
 
 impl RunRequest {
@@ -44,6 +46,7 @@ impl RunRequest {
             timing: Timing::Real,
             argv: std::env::args().collect(),
             interrupt_drain: crate::cell::INTERRUPT_DRAIN,
+            loaders: Default::default(),
         }
     }
 }
@@ -62,15 +65,37 @@ pub struct RunDone {
 /// Run a `run` request in-process: the same path as the command, summaries printed
 /// to stdout as each cell ends.
 pub fn execute(req: &RunRequest) -> anyhow::Result<RunDone> {
-    let loaded = scenario::load(&req.scenario, &req.sets)?;
+    // The loader flags that are the cell's (count, rendezvous) join the scenario, so
+    // every loader's resolved scenario, and its digest, is the same.
+    let mut sets = req.sets.clone();
+    sets.extend(req.loaders.sets());
+    let mut loaded = scenario::load(&req.scenario, &sets)?;
+    let fleet = if req.loaders.any(&loaded.scenario) {
+        let job = std::env::var("JOB_COMPLETION_INDEX").ok();
+        Some(crate::fleet::FleetSpec::resolve(
+            &loaded.scenario,
+            &req.loaders,
+            job.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    // A partitioned loader's topics and queues live in a namespace of its own.
+    if let Some(ns) = fleet.as_ref().and_then(|f| f.namespace()) {
+        loaded.scenario.prefix = format!("{}{ns}", loaded.scenario.prefix);
+    }
     // Fail on a system this build lacks, or on bad options, before creating anything.
     let s = &loaded.scenario;
     crate::cell::setup::build(s, &crate::workload::build_context(s))?;
     let out = req.out.clone().unwrap_or_else(|| default_out(&s.name));
-    let _lock = crate::cli::lock::acquire(req.quiet)?;
+    // The loaders of one cell on one machine share the run lock; any other run waits.
+    let _lock = match fleet.as_ref().filter(|f| !f.alone()) {
+        Some(_) => crate::cli::lock::acquire_shared(req.quiet)?,
+        None => crate::cli::lock::acquire(req.quiet)?,
+    };
     prepare_out(&out)?;
     let rt = runtime(s.threads, req.timing)?;
-    let done = rt.block_on(run_cells(&loaded, req, &out))?;
+    let done = rt.block_on(run_cells(&loaded, req, &out, &fleet))?;
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
     Ok(done)
 }
@@ -111,7 +136,12 @@ pub fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// The cells of the scenario, one after the other, in one runtime; Ctrl-C ends the
 /// current cell's traffic early and skips the cells after it.
-async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Result<RunDone> {
+async fn run_cells(
+    loaded: &Loaded,
+    req: &RunRequest,
+    out: &Path,
+    fleet: &Option<crate::fleet::FleetSpec>,
+) -> anyhow::Result<RunDone> {
     let interrupt = CancellationToken::new();
     crate::cli::signals::install(interrupt.clone());
     let s = &loaded.scenario;
@@ -145,6 +175,7 @@ async fn run_cells(loaded: &Loaded, req: &RunRequest, out: &Path) -> anyhow::Res
             sampler_url: req.sampler.clone(),
             timing: req.timing,
             interrupt_drain: req.interrupt_drain,
+            fleet: fleet.clone(),
         };
         let report = crate::workload::run_cell(cell, &opts, &ladder, &interrupt).await?;
         print!("{}", report.summary);

@@ -36,6 +36,8 @@ struct Pair {
     total: Histogram<u64>,
     interval: Histogram<u64>,
     clamped: u64,
+    /// Values below zero (a stamp from a clock ahead of this one), recorded as 1 µs.
+    negative: u64,
 }
 
 impl Metric {
@@ -46,11 +48,13 @@ impl Metric {
                 total: new_hist(),
                 interval: new_hist(),
                 clamped: 0,
+                negative: 0,
             }),
         }
     }
 
-    /// Record one value in µs (negative values count as 0, huge ones are clamped).
+    /// Record one value in µs (a negative one is counted in `negative` and recorded
+    /// as 1 µs; one above an hour is counted in `clamped` and recorded as an hour).
     /// Values go into the interval histogram only; it is folded into the whole-run
     /// histogram when the interval is taken (one record per value, not two).
     pub fn record(&self, us: i64) {
@@ -58,6 +62,8 @@ impl Metric {
         let mut p = self.inner.lock();
         if us > MAX_US as i64 {
             p.clamped += 1;
+        } else if us < 0 {
+            p.negative += 1;
         }
         p.interval.saturating_record(v);
     }
@@ -72,6 +78,8 @@ impl Metric {
             let v = us.clamp(1, MAX_US as i64) as u64;
             if us > MAX_US as i64 {
                 p.clamped += 1;
+            } else if us < 0 {
+                p.negative += 1;
             }
             p.interval.saturating_record(v);
         }
@@ -103,8 +111,13 @@ impl Metric {
     }
 
     pub fn summary(&self) -> Summary {
-        let clamped = self.inner.lock().clamped;
-        Summary::of(&self.total(), clamped)
+        let (clamped, negative) = {
+            let p = self.inner.lock();
+            (p.clamped, p.negative)
+        };
+        let mut s = Summary::of(&self.total(), clamped);
+        s.negative = negative;
+        s
     }
 }
 
@@ -121,6 +134,10 @@ pub struct Summary {
     pub max_ms: f64,
     /// Values above one hour, clamped.
     pub clamped: u64,
+    /// Values below zero, recorded as 1 µs: an end-to-end latency whose stamp came
+    /// from a clock ahead of the reader's (several loaders on hosts whose clocks
+    /// disagree). Counted, never hidden.
+    pub negative: u64,
     /// The same percentiles quantised to the reference harness's bucket edges
     /// (2^((⌊8·log2 µs⌋+1)/8) µs), for like-for-like comparison with published cells.
     pub reference_quantised: RefQuantised,
@@ -153,6 +170,7 @@ impl Summary {
             p999_ms: q(0.999),
             max_ms: h.max() as f64 / 1000.0,
             clamped,
+            negative: 0,
             reference_quantised: RefQuantised {
                 p50_ms: rq(0.50),
                 p95_ms: rq(0.95),

@@ -110,6 +110,7 @@ mod tests {
             durability: Durability::Memory,
             dedup_window_sec: 0,
             reset: true,
+            sharing: adapters::Sharing::ALONE,
         })
         .await
         .unwrap();

@@ -41,7 +41,7 @@ impl Host {
             })
             .unwrap_or_default();
         Host {
-            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
+            hostname: hostname(),
             cpu_model,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory_bytes,
@@ -49,6 +49,11 @@ impl Host {
             os,
         }
     }
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    read("/proc/sys/kernel/hostname").trim().to_string()
 }
 
 /// CPU seconds this process has used (user + system), from /proc/self/stat.

@@ -82,6 +82,10 @@ pub struct CellTail {
     /// proxy; added 2026-12, additive).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<crate::cell::faults::FaultRecord>,
+    /// One loader of several (`--loader-index`, …): which, its share, the rendezvous,
+    /// its host and clock bounds (docs/record.md; added 2026-12, additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaders: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize)]

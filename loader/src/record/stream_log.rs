@@ -1,5 +1,8 @@
 //! Stream logs: one `<key>,<seq>` line per processed message, per consumer stream,
-//! in processing order. The checker reads them against `produced.meta`.
+//! in processing order. The checker reads them against `produced.meta`. A loader of
+//! a cell of several loaders writes `<key>,<seq>,<loader>,<t>` instead: its index and
+//! the instant the line was committed (µs on its cell clock), so `crossbench merge`
+//! can interleave the loaders' logs of one stream (checker/FORMAT.md).
 //!
 //! A handler never touches a file. Each stream has a buffer in memory; a handler
 //! formats its batch's lines straight into its stream's buffer, under that buffer's
@@ -37,6 +40,8 @@ struct Shared {
     writer: Mutex<Option<std::thread::JoinHandle<std::io::Result<()>>>>,
     writer_thread: std::thread::Thread,
     paths: Vec<PathBuf>,
+    /// The loader index every line carries (cells of several loaders).
+    loader: Option<u32>,
 }
 
 /// The logs of one cell, and their writer thread.
@@ -96,6 +101,16 @@ fn write_loop(shared: &Shared, mut files: Vec<BufWriter<File>>) -> std::io::Resu
 impl StreamLogs {
     /// Create `<dir>/<name>.log` for every name, and start the writer.
     pub fn create(dir: &Path, names: &[String]) -> std::io::Result<StreamLogs> {
+        Self::create_for(dir, names, None)
+    }
+
+    /// The same, for loader `loader` of a cell of several loaders (lines of four
+    /// fields when appended with [`StreamLog::append_at`]).
+    pub fn create_for(
+        dir: &Path,
+        names: &[String],
+        loader: Option<u32>,
+    ) -> std::io::Result<StreamLogs> {
         let mut files = Vec::with_capacity(names.len());
         let mut paths = Vec::with_capacity(names.len());
         for n in names {
@@ -123,6 +138,7 @@ impl StreamLogs {
             writer_thread: writer.thread().clone(),
             writer: Mutex::new(Some(writer)),
             paths,
+            loader,
         });
         tx.send(shared.clone())
             .map_err(|_| std::io::Error::other("the stream log writer did not start"))?;
@@ -174,9 +190,27 @@ impl StreamLog {
         &self,
         entries: impl Iterator<Item = (u64, i64)> + Clone,
     ) -> std::io::Result<()> {
+        self.append_inner(entries, None).await
+    }
+
+    /// The same, committed at `t_us`: in a loader of several, every line carries the
+    /// loader's index and `t_us`; otherwise it is [`StreamLog::append`].
+    pub async fn append_at(
+        &self,
+        entries: impl Iterator<Item = (u64, i64)> + Clone,
+        t_us: i64,
+    ) -> std::io::Result<()> {
+        self.append_inner(entries, Some(t_us)).await
+    }
+
+    async fn append_inner(
+        &self,
+        entries: impl Iterator<Item = (u64, i64)> + Clone,
+        t_us: Option<i64>,
+    ) -> std::io::Result<()> {
         let shared = &self.logs.shared;
         loop {
-            if self.try_append(entries.clone())? {
+            if self.try_append(entries.clone(), t_us)? {
                 return Ok(());
             }
             // Full: wait for the writer's next pass, registered before looking again
@@ -184,7 +218,7 @@ impl StreamLog {
             let drained = shared.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
-            if self.try_append(entries.clone())? {
+            if self.try_append(entries.clone(), t_us)? {
                 return Ok(());
             }
             shared.writer_thread.unpark();
@@ -193,7 +227,11 @@ impl StreamLog {
     }
 
     /// Append when the buffer has room: Ok(false) when it is full.
-    fn try_append(&self, entries: impl Iterator<Item = (u64, i64)>) -> std::io::Result<bool> {
+    fn try_append(
+        &self,
+        entries: impl Iterator<Item = (u64, i64)>,
+        t_us: Option<i64>,
+    ) -> std::io::Result<bool> {
         let shared = &self.logs.shared;
         let mut buf = shared.buffers[self.index].lock();
         if shared.closed.load(Ordering::SeqCst) {
@@ -204,10 +242,19 @@ impl StreamLog {
         }
         let mut a = itoa::Buffer::new();
         let mut b = itoa::Buffer::new();
+        // The tail of a loader's line: `,<loader>,<t>`, the same for the whole batch.
+        let mut tail = Vec::new();
+        if let (Some(l), Some(t)) = (shared.loader, t_us) {
+            tail.push(b',');
+            tail.extend_from_slice(a.format(l).as_bytes());
+            tail.push(b',');
+            tail.extend_from_slice(a.format(t).as_bytes());
+        }
         for (k, s) in entries {
             buf.extend_from_slice(a.format(k).as_bytes());
             buf.push(b',');
             buf.extend_from_slice(b.format(s).as_bytes());
+            buf.extend_from_slice(&tail);
             buf.push(b'\n');
         }
         Ok(true)
@@ -240,6 +287,34 @@ mod tests {
         assert_eq!(text.lines().count(), 2000);
         assert!(text.starts_with("2,0\n3,0\n2,1\n"));
         assert_eq!(a.path(), dir.path().join("a.log"));
+    }
+
+    #[tokio::test]
+    async fn a_loaders_lines_carry_its_index_and_the_commit_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = StreamLogs::create_for(dir.path(), &["a".into()], Some(3)).unwrap();
+        let a = logs.log(0);
+        a.append_at([(1, 0), (1, 1)].into_iter(), 1_700_000_000_000_123)
+            .await
+            .unwrap();
+        a.append([(2, 0)].into_iter()).await.unwrap();
+        logs.close().await.unwrap();
+        let text = std::fs::read_to_string(dir.path().join("a.log")).unwrap();
+        assert_eq!(
+            text,
+            "1,0,3,1700000000000123\n1,1,3,1700000000000123\n2,0\n"
+        );
+        // One loader: `append_at` writes the plain line.
+        let logs = StreamLogs::create(dir.path(), &["b".into()]).unwrap();
+        logs.log(0)
+            .append_at([(5, 2)].into_iter(), 9)
+            .await
+            .unwrap();
+        logs.close().await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b.log")).unwrap(),
+            "5,2\n"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

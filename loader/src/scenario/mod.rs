@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 pub use dur::Dur;
 pub use faults::{FaultKind, FaultSpec, ProxySection, Toxic, Victim};
 pub use sections::{
-    split_target, Accept, Drain, HeldRule, Hot, SampleSection, VoidRule, WorkloadKind,
+    split_target, Accept, Drain, FleetTopology, HeldRule, Hot, LoadersSection, SampleSection,
+    VoidRule, WorkloadKind,
 };
 pub use stream::StreamSection;
 
@@ -121,6 +122,9 @@ pub struct Scenario {
     /// The harness's TCP proxy between the adapter and the system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxySection>,
+    /// Several loaders, one cell (SPEC.md §10).
+    #[serde(default, skip_serializing_if = "LoadersSection::is_default")]
+    pub loaders: LoadersSection,
     /// What `crossbench gate` gates on this scenario: metrics and thresholds
     /// (docs/gate.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -159,3 +159,60 @@ impl Default for HeldRule {
         }
     }
 }
+
+/// Several loaders, one cell (scenario section `loaders`, SPEC.md §10): how the
+/// loaders share the system, how many there are, where they meet and how long they
+/// wait for each other. Which loader this process is comes from the command line
+/// (`--loader-index`, or `JOB_COMPLETION_INDEX`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadersSection {
+    /// N, the loaders of the cell (`--loader-count` overrides). 1: the ordinary cell.
+    pub count: u64,
+    /// `shared`: one topology, set up by loader 0; every loader consumes every stream.
+    /// `partitioned`: each loader has a namespace of its own; the cell is the union.
+    pub topology: FleetTopology,
+    /// Loader 0's rendezvous, `http://host:port` (`--rendezvous` overrides).
+    pub rendezvous: String,
+    /// How long a loader waits at a barrier (and for a silent loader) before it
+    /// abandons the cell.
+    pub barrier_timeout: Dur,
+}
+
+impl Default for LoadersSection {
+    fn default() -> Self {
+        LoadersSection {
+            count: 1,
+            topology: FleetTopology::Shared,
+            rendezvous: String::new(),
+            barrier_timeout: Dur(Duration::from_secs(60)),
+        }
+    }
+}
+
+impl LoadersSection {
+    /// Nothing set: the record's resolved scenario leaves the section out.
+    pub fn is_default(&self) -> bool {
+        *self == LoadersSection::default()
+    }
+}
+
+/// How several loaders share the system (section `loaders.topology`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FleetTopology {
+    /// One topology; consumers of every group on every loader.
+    #[default]
+    Shared,
+    /// One namespace of topics and queues per loader.
+    Partitioned,
+}
+
+impl FleetTopology {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FleetTopology::Shared => "shared",
+            FleetTopology::Partitioned => "partitioned",
+        }
+    }
+}

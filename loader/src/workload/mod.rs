@@ -34,7 +34,12 @@ pub async fn run_cell(
     let s = &loaded.scenario;
     match s.workload {
         WorkloadKind::Pipeline => {
-            crate::cell::run(pipeline::Pipeline::new(s), loaded, opts, interrupt).await
+            let share = opts
+                .fleet
+                .as_ref()
+                .map_or(crate::fleet::Share::WHOLE, |f| f.share);
+            let p = pipeline::Pipeline::new(s).with_share(share);
+            crate::cell::run(p, loaded, opts, interrupt).await
         }
         WorkloadKind::Stream => {
             crate::cell::run(stream::Stream::new(s, ladder)?, loaded, opts, interrupt).await

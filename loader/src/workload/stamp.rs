@@ -1,6 +1,7 @@
 //! The event stamp: what every message carries, byte-compatible with the reference.
 //!
-//! `{"prop":N,"flow":"X","seq":N,"ts":N` then, for flow-B ingress only,
+//! `{"prop":N,"flow":"X","seq":N,"ts":N` then, in a cell of several loaders,
+//! `,"loader":J` (the loader that produced it), then, for flow-B ingress only,
 //! `,"rates":[...]`, then `}`. `ts` is the *scheduled* instant in µs since the Unix
 //! epoch, so every latency measured from it is corrected for coordinated omission.
 
@@ -14,6 +15,8 @@ pub struct Stamp {
     pub seq: i64,
     /// Scheduled instant, µs since the Unix epoch.
     pub ts: i64,
+    /// The loader that produced it (cells of several loaders only).
+    pub loader: Option<u32>,
 }
 
 /// A payload that does not carry a stamp.
@@ -33,6 +36,10 @@ impl Stamp {
         out.extend_from_slice(buf.format(self.seq).as_bytes());
         out.extend_from_slice(b",\"ts\":");
         out.extend_from_slice(buf.format(self.ts).as_bytes());
+        if let Some(l) = self.loader {
+            out.extend_from_slice(b",\"loader\":");
+            out.extend_from_slice(buf.format(l).as_bytes());
+        }
         if let Some(p) = padding {
             out.extend_from_slice(b",\"rates\":");
             out.extend_from_slice(p);
@@ -64,6 +71,13 @@ impl Stamp {
         let (seq, rest) = parse_int(rest)?;
         let rest = rest.strip_prefix(b",\"ts\":")?;
         let (ts, rest) = parse_int(rest)?;
+        let (loader, rest) = match rest.strip_prefix(b",\"loader\":") {
+            Some(r) => {
+                let (l, r) = parse_int(r)?;
+                (Some(u32::try_from(l).ok()?), r)
+            }
+            None => (None, rest),
+        };
         match rest.first() {
             Some(b'}') | Some(b',') => {}
             _ => return None,
@@ -76,6 +90,7 @@ impl Stamp {
             flow,
             seq,
             ts,
+            loader,
         })
     }
 
@@ -86,6 +101,8 @@ impl Stamp {
             flow: String,
             seq: i64,
             ts: i64,
+            #[serde(default)]
+            loader: Option<u32>,
         }
         let d: Doc = serde_json::from_slice(p).map_err(|e| StampError(e.to_string()))?;
         let flow = *d
@@ -101,6 +118,7 @@ impl Stamp {
             flow,
             seq: d.seq,
             ts: d.ts,
+            loader: d.loader,
         })
     }
 }
@@ -172,6 +190,7 @@ mod tests {
             flow: b'B',
             seq: 42,
             ts: 1_700_000_000_000_000,
+            loader: None,
         };
         let bytes = s.encode(Some(&pad));
         assert!(bytes.len() >= 2048);
@@ -187,11 +206,29 @@ mod tests {
             flow: b'A',
             seq: 0,
             ts: 5,
+            loader: None,
         };
         assert_eq!(
             String::from_utf8(s.encode(None)).unwrap(),
             r#"{"prop":3,"flow":"A","seq":0,"ts":5}"#
         );
+    }
+
+    #[test]
+    fn a_loader_id_rides_after_ts_and_round_trips() {
+        let pad = rates_padding(64);
+        let s = Stamp {
+            prop: 8,
+            flow: b'B',
+            seq: 3,
+            ts: 9,
+            loader: Some(3),
+        };
+        let bytes = s.encode(Some(&pad));
+        assert!(bytes.starts_with(br#"{"prop":8,"flow":"B","seq":3,"ts":9,"loader":3,"rates":["#));
+        assert_eq!(Stamp::decode(&bytes).unwrap(), (s, false));
+        let re = br#"{"loader": 3, "seq": 3, "ts": 9, "flow": "B", "prop": 8}"#;
+        assert_eq!(Stamp::decode(re).unwrap(), (s, true));
     }
 
     #[test]

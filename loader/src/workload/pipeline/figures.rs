@@ -75,6 +75,17 @@ pub struct Latency {
     pub ingress_publish: Summary,
     /// `ideal` end-to-end work time at the median per flow (A: 15 + 30 ms, B: 10 + 30 ms).
     pub ideal_work_ms: BTreeMap<String, f64>,
+    /// Several loaders: `e2e_a` / `e2e_b` split by whether the event's producer and
+    /// the loader that finished it share a host (one clock: exact) or not (as good as
+    /// the two clocks; see `loaders`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2e_a_same_host: Option<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2e_a_cross_host: Option<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2e_b_same_host: Option<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2e_b_cross_host: Option<Summary>,
 }
 
 #[derive(Debug, Serialize)]

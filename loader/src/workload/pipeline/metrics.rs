@@ -11,6 +11,9 @@ pub struct Metrics {
     pub e2e_cohort: [[Metric; 2]; 2],
     /// End-to-end latency of warm-up traffic (kept apart, reported separately).
     pub e2e_warmup: Metric,
+    /// Several loaders: `e2e` split by whether the event's producer shares this
+    /// loader's host (its clock), per flow: [flow][0 = same host, 1 = another host].
+    pub e2e_hosts: [[Metric; 2]; 2],
     /// Entry age (delivery − scheduled instant) per stream: the latency of each hop.
     pub age: Vec<Metric>,
     /// Phase 1 (concurrent work, barrier) duration per batch, per stream.
@@ -38,6 +41,16 @@ impl Metrics {
                 [Metric::new("e2e-B-cold"), Metric::new("e2e-B-hot")],
             ],
             e2e_warmup: Metric::new("e2e-warmup"),
+            e2e_hosts: [
+                [
+                    Metric::new("e2e-A-same-host"),
+                    Metric::new("e2e-A-cross-host"),
+                ],
+                [
+                    Metric::new("e2e-B-same-host"),
+                    Metric::new("e2e-B-cross-host"),
+                ],
+            ],
             age: per("age"),
             barrier: per("barrier"),
             push: per("push"),

@@ -71,6 +71,10 @@ pub struct Pipeline {
     stream_counters: Vec<Arc<StreamCounters>>,
     /// Times the stages' work and, in real time, steps the pacers on the same thread.
     timer: Option<Arc<WorkTimer>>,
+    /// The keys this loader owns (all of them in the ordinary cell) and its id when
+    /// it is one of several.
+    share: crate::fleet::Share,
+    loader: Option<u32>,
 }
 
 impl Pipeline {
@@ -92,10 +96,20 @@ impl Pipeline {
             stages: Vec::new(),
             stream_counters: Vec::new(),
             timer: None,
+            share: crate::fleet::Share::WHOLE,
+            loader: None,
             s: s.clone(),
             plan,
             defs,
         }
+    }
+
+    /// This pipeline as loader `share.index` of `share.count`: it produces only its
+    /// keys, at their part of the rate, and stamps them with its index.
+    pub fn with_share(mut self, share: crate::fleet::Share) -> Pipeline {
+        self.share = share;
+        self.loader = (!share.is_whole()).then_some(share.index as u32);
+        self
     }
 
     fn processed_total(&self) -> u64 {
@@ -108,10 +122,13 @@ impl Pipeline {
     fn flow_specs(&self) -> [FlowSpec; 2] {
         let s = &self.s;
         let padding = Arc::new(rates_padding(s.payload_b as usize));
+        let fraction = self
+            .share
+            .rate_fraction(s.properties, s.hot.props, s.hot.factor);
         let spec = |flow: Flow, padding: Option<Arc<Vec<u8>>>| FlowSpec {
             flow,
             topic: self.defs[flow.index()].topic.clone(),
-            rate: self.plan.rate(flow) as f64,
+            rate: self.plan.rate(flow) as f64 * fraction,
             ramp: s.ramp.secs_f64(),
             props: s.properties,
             hot_props: s.hot.props,
@@ -120,6 +137,8 @@ impl Pipeline {
             shard_queue: s.shard_queue as usize,
             padding,
             first_seq: 1,
+            share: self.share,
+            loader: self.loader,
         };
         // Flow B's ingress carries the `rates` padding; flow A's is the stamp alone.
         [spec(Flow::A, None), spec(Flow::B, Some(padding))]
@@ -259,6 +278,14 @@ impl Workload for Pipeline {
             seed: self.s.seed,
             properties: self.s.properties,
             timer,
+            fleet: env
+                .fleet
+                .as_ref()
+                .filter(|_| self.loader.is_some())
+                .map(|f| stage::StageFleet {
+                    index: f.share.index,
+                    same_clock: f.same_clock.clone(),
+                }),
         };
         self.stages = self
             .plan
@@ -321,20 +348,31 @@ impl Workload for Pipeline {
                 .and_then(|r| r.map_err(anyhow::Error::new))
                 .with_context(|| format!("hydrating flow {}", flow.name()))?;
         }
-        let want = self.defs.len() as u64 * self.s.properties;
+        // Every stream has processed seq 0 of every key: this loader's keys, or in a
+        // shared cell of several loaders every loader's (the rendezvous's count: a
+        // loader's consumers take whichever keys the system hands them).
+        let global = env.fleet.as_ref().filter(|f| f.shared);
+        let (want, done) = match global {
+            Some(_) => (self.defs.len() as u64 * self.s.properties, "the cell's"),
+            None => (
+                self.defs.len() as u64 * self.share.owned(self.s.properties),
+                "this loader's",
+            ),
+        };
+        let processed = || match global {
+            Some(f) => f.global_processed().unwrap_or(0),
+            None => self.processed_total(),
+        };
         let deadline = Instant::now() + Duration::from_secs(120);
-        while self.processed_total() < want
-            && Instant::now() < deadline
-            && !interrupt.is_cancelled()
-        {
+        while processed() < want && Instant::now() < deadline && !interrupt.is_cancelled() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         say(format!(
-            "hydration: {} properties x 2 flows in {:.1}s, drained={} ({}/{})",
-            self.s.properties,
+            "hydration: {} properties x 2 flows in {:.1}s, drained={} ({}/{}, {done})",
+            self.share.owned(self.s.properties),
             started.elapsed().as_secs_f64(),
-            self.processed_total() >= want,
-            self.processed_total(),
+            processed() >= want,
+            processed(),
             want
         ));
         Ok(started.elapsed().as_secs_f64())
@@ -404,6 +442,59 @@ impl Workload for Pipeline {
             loss_allowed: crate::cell::faults::loss_allowed(&self.s),
         }
         .render()
+    }
+
+    fn frontier_source(&self) -> Option<Arc<dyn crate::fleet::member::FrontierSource>> {
+        Some(Arc::new(seqs::PipelineFrontier {
+            keys: self.s.properties,
+            produced: self.seqs.clone(),
+            seen: self
+                .stages
+                .iter()
+                .map(|st| (st.def.flow.index(), st.max_seen.clone()))
+                .collect(),
+        }))
+    }
+
+    fn histograms(&self) -> Vec<(String, hdrhistogram::Histogram<u64>)> {
+        let m = &self.metrics;
+        let mut v = vec![
+            ("latency_ms.e2e_a".to_string(), m.e2e[0].total()),
+            ("latency_ms.e2e_b".to_string(), m.e2e[1].total()),
+            ("latency_ms.e2e_warmup".to_string(), m.e2e_warmup.total()),
+            (
+                "latency_ms.schedule_lag".to_string(),
+                m.schedule_lag.total(),
+            ),
+            ("latency_ms.ingress_publish".to_string(), m.publish.total()),
+        ];
+        if self.loader.is_some() {
+            for (f, flow) in ["a", "b"].iter().enumerate() {
+                v.push((
+                    format!("latency_ms.e2e_{flow}_same_host"),
+                    m.e2e_hosts[f][0].total(),
+                ));
+                v.push((
+                    format!("latency_ms.e2e_{flow}_cross_host"),
+                    m.e2e_hosts[f][1].total(),
+                ));
+            }
+        }
+        if self.skewed.is_skewed() {
+            for (f, flow) in ["a", "b"].iter().enumerate() {
+                v.push((format!("skew.e2e_{flow}_cold"), m.e2e_cohort[f][0].total()));
+                v.push((format!("skew.e2e_{flow}_hot"), m.e2e_cohort[f][1].total()));
+            }
+        }
+        for st in &self.stages {
+            let i = st.index;
+            v.push((format!("streams.{i}.entry_age_ms"), m.age[i].total()));
+            v.push((format!("streams.{i}.barrier_ms"), m.barrier[i].total()));
+            if !st.def.is_terminal() {
+                v.push((format!("streams.{i}.push_ms"), m.push[i].total()));
+            }
+        }
+        v
     }
 
     fn load(&self) -> Load {
@@ -569,6 +660,10 @@ impl Workload for Pipeline {
                     .iter()
                     .map(|(f, ms)| (f.name().to_string(), *ms))
                     .collect(),
+                e2e_a_same_host: self.loader.map(|_| m.e2e_hosts[0][0].summary()),
+                e2e_a_cross_host: self.loader.map(|_| m.e2e_hosts[0][1].summary()),
+                e2e_b_same_host: self.loader.map(|_| m.e2e_hosts[1][0].summary()),
+                e2e_b_cross_host: self.loader.map(|_| m.e2e_hosts[1][1].summary()),
             },
             skew: self.skew(),
             streams,

@@ -8,6 +8,10 @@
 //! backlog never delays the cold keys (the reference pinned the hot key together
 //! with a fixed slice of cold keys). Every event is stamped with its *scheduled*
 //! instant, so every latency is corrected for coordinated omission.
+//!
+//! One loader of several produces only its share of the keys ([`Share`]), at its
+//! share of the rate: its selector walks its own keys, and its stamps carry its
+//! index.
 
 use std::sync::Arc;
 
@@ -18,6 +22,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::cell::workload::Traffic;
+use crate::fleet::Share;
 use crate::measure::clock::Clock;
 use crate::measure::counters::FlowCounters;
 use crate::measure::outcomes::{GiveUp, Outcomes};
@@ -55,6 +60,10 @@ pub struct FlowSpec {
     pub padding: Option<Arc<Vec<u8>>>,
     /// First seq of paced traffic (1: seq 0 is hydration's).
     pub first_seq: i64,
+    /// The keys this loader produces (all of them in the ordinary cell).
+    pub share: Share,
+    /// The producer id the stamps carry (several loaders only).
+    pub loader: Option<u32>,
 }
 
 /// Shard of a property: hot properties (< H) get their own shard pool.
@@ -84,20 +93,21 @@ pub struct ProducerEnv {
     pub outcomes: Arc<Outcomes>,
 }
 
-fn encode(flow: Flow, job: &Job, padding: Option<&[u8]>) -> Bytes {
+fn encode(flow: Flow, job: &Job, padding: Option<&[u8]>, loader: Option<u32>) -> Bytes {
     Bytes::from(
         Stamp {
             prop: job.prop,
             flow: flow.letter(),
             seq: job.seq,
             ts: job.ts,
+            loader,
         }
         .encode(padding),
     )
 }
 
-/// Publish seq 0 of every property (hydration), `concurrency` at a time, all
-/// stamped with one instant. The first error aborts.
+/// Publish seq 0 of every property of this loader's share (hydration),
+/// `concurrency` at a time, all stamped with one instant. The first error aborts.
 pub async fn hydrate(
     spec: &FlowSpec,
     env: &ProducerEnv,
@@ -106,7 +116,7 @@ pub async fn hydrate(
     let ts = env.clock.now_us();
     let sem = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
     let mut set = JoinSet::new();
-    for prop in 0..spec.props {
+    for prop in spec.share.keys(spec.props) {
         let permit = sem.clone().acquire_owned().await.expect("open semaphore");
         let env = env.clone();
         let topic = spec.topic.clone();
@@ -114,6 +124,7 @@ pub async fn hydrate(
             spec.flow,
             &Job { prop, seq: 0, ts },
             spec.padding.as_deref().map(|v| v.as_slice()),
+            spec.loader,
         );
         set.spawn(async move {
             let r = env.broker.publish(&topic, &key_of(prop), &[payload]).await;
@@ -161,14 +172,21 @@ pub fn start(
             spec.topic.clone(),
             spec.flow,
             spec.padding.clone(),
+            spec.loader,
             rx,
         ));
     }
-    // The emit closure: the next property, its shard, its next seq.
-    let mut selector = Selector::new(spec.props, spec.hot_props, spec.hot_factor);
+    // The emit closure: the next property (of this loader's keys: the selector walks
+    // local indices, hot ones first), its shard, its next seq.
+    let share = spec.share;
+    let mut selector = Selector::new(
+        share.owned(spec.props),
+        share.owned_hot(hot),
+        spec.hot_factor,
+    );
     let mut next_seq: Vec<i64> = vec![spec.first_seq; spec.props as usize];
     let emit = move |slot: Slot| {
-        let prop = selector.next_prop();
+        let prop = share.key(selector.next_prop());
         if slot.skipped {
             return false;
         }
@@ -221,6 +239,7 @@ async fn shard(
     topic: String,
     flow: Flow,
     padding: Option<Arc<Vec<u8>>>,
+    loader: Option<u32>,
     mut rx: mpsc::Receiver<Job>,
 ) {
     while let Some(job) = rx.recv().await {
@@ -230,7 +249,7 @@ async fn shard(
         let outcome = if env.abandon.is_cancelled() {
             Err(GiveUp::Failed)
         } else {
-            let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()));
+            let payload = encode(flow, &job, padding.as_deref().map(|v| v.as_slice()), loader);
             publish_until(
                 env.broker.as_ref(),
                 &topic,

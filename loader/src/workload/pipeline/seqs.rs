@@ -3,6 +3,9 @@
 //! (the drain's exact "caught up" test; counts alone are fooled by duplicates).
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use crate::fleet::member::FrontierSource;
 
 /// Highest seq per property (−1 = none).
 #[derive(Debug)]
@@ -31,6 +34,35 @@ impl SeqTable {
     }
     pub fn is_empty(&self) -> bool {
         self.max.is_empty()
+    }
+}
+
+/// The pipeline's frontier for the rendezvous of a shared cell of several loaders:
+/// what was acknowledged per flow, what each stream processed, per key.
+#[derive(Debug)]
+pub struct PipelineFrontier {
+    pub keys: u64,
+    /// Per flow (A, B).
+    pub produced: [Arc<SeqTable>; 2],
+    /// Per stream: its flow's index and its stage's highest processed seqs.
+    pub seen: Vec<(usize, Arc<SeqTable>)>,
+}
+
+impl FrontierSource for PipelineFrontier {
+    fn keys(&self) -> u64 {
+        self.keys
+    }
+    fn stream_flow(&self) -> Vec<usize> {
+        self.seen.iter().map(|(f, _)| *f).collect()
+    }
+    fn flows(&self) -> usize {
+        self.produced.len()
+    }
+    fn produced(&self, flow: usize, key: u64) -> i64 {
+        self.produced[flow].get(key)
+    }
+    fn seen(&self, stream: usize, key: u64) -> i64 {
+        self.seen[stream].1.get(key)
     }
 }
 

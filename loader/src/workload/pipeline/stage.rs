@@ -69,6 +69,18 @@ pub struct Stage {
     /// Highest seq processed per property: the drain's exact "caught up" test
     /// (counts alone are fooled by duplicates).
     pub max_seen: Arc<SeqTable>,
+    /// Several loaders: which loader this is, and which loaders share its clock.
+    fleet: Option<StageFleet>,
+}
+
+/// A stage's part in a cell of several loaders.
+#[derive(Debug, Clone)]
+pub struct StageFleet {
+    /// This loader's index: its log lines carry it, its derived publishes keep the
+    /// event's producer.
+    pub index: u64,
+    /// Per loader, whether it reads this loader's clock (set at the start barrier).
+    pub same_clock: Arc<std::sync::OnceLock<Vec<bool>>>,
 }
 
 /// Everything a stage needs besides its definition.
@@ -87,6 +99,8 @@ pub struct StageEnv {
     pub properties: u64,
     /// Times every stage's simulated work.
     pub timer: Arc<WorkTimer>,
+    /// Several loaders (`None`: the ordinary cell).
+    pub fleet: Option<StageFleet>,
 }
 
 impl Stage {
@@ -107,6 +121,7 @@ impl Stage {
             stop: env.stop.clone(),
             rng: AtomicU64::new(env.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             max_seen: Arc::new(SeqTable::new(env.properties)),
+            fleet: env.fleet.clone(),
         }
     }
 
@@ -212,6 +227,7 @@ impl BatchHandler for Stage {
                             flow: s.flow,
                             seq: s.seq,
                             ts: s.ts,
+                            loader: s.loader,
                         }
                         .encode(None),
                     )
@@ -228,7 +244,7 @@ impl BatchHandler for Stage {
         let now = self.clock.now_us();
         if self
             .log
-            .append(stamps.iter().map(|s| (s.prop, s.seq)))
+            .append_at(stamps.iter().map(|s| (s.prop, s.seq)), now)
             .await
             .is_err()
         {
@@ -248,6 +264,14 @@ impl BatchHandler for Stage {
                     rated += 1;
                     let f = self.def.flow.index();
                     self.metrics.e2e[f].record(lat);
+                    if let Some(fl) = &self.fleet {
+                        // Same host as the event's producer: one clock. Unknown
+                        // (no producer id, no host list): counted as another host.
+                        let same = fl.same_clock.get().is_some_and(|v| {
+                            v.get(s.loader.unwrap_or(u32::MAX) as usize) == Some(&true)
+                        });
+                        self.metrics.e2e_hosts[f][usize::from(!same)].record(lat);
+                    }
                     if let Some(c) = &self.cohorts {
                         self.metrics.e2e_cohort[f][usize::from(c.is_hot(s.prop))].record(lat);
                     }

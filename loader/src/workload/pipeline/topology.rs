@@ -162,6 +162,7 @@ pub fn topology(
         durability,
         dedup_window_sec,
         reset,
+        sharing: adapters::Sharing::ALONE,
     }
 }
 

@@ -186,6 +186,7 @@ impl Workload for Stream {
             durability: self.s.durability,
             dedup_window_sec: self.s.dedup_window_sec,
             reset: !self.s.no_reset,
+            sharing: adapters::Sharing::ALONE,
         }
     }
 

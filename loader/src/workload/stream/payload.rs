@@ -53,6 +53,7 @@ impl Body {
             flow: FLOW,
             seq: i64::from(seq),
             ts,
+            loader: None,
         }
         .encode_into(None, &mut v);
         v.pop(); // the closing brace
