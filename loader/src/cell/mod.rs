@@ -381,22 +381,41 @@ async fn run_joined<W: Workload>(
     };
     // A loader of several: an abort by any loader ends this one's traffic early,
     // as Ctrl-C does.
+    // A signal to this loader ends the cell for every loader: it tells the others.
     let halt = CancellationToken::new();
+    let signalled = interrupt.clone();
     {
         let (halt, interrupt) = (halt.clone(), interrupt.clone());
-        let lost = member.as_ref().map(|m| m.lost());
+        let member = member.clone();
         tokio::spawn(async move {
-            match lost {
-                Some(lost) => tokio::select! {
-                    _ = interrupt.cancelled() => {}
-                    _ = lost.cancelled() => {}
-                },
+            match &member {
+                Some(m) => {
+                    let lost = m.lost();
+                    tokio::select! {
+                        _ = interrupt.cancelled() => {
+                            m.fail("running", "stopped by Ctrl-C or SIGTERM".into()).await;
+                        }
+                        _ = lost.cancelled() => {}
+                    }
+                }
                 None => interrupt.cancelled().await,
             }
             halt.cancel();
         });
     }
     let interrupt = &halt;
+    if let (Some(_), Ok(at)) = (member, std::env::var("CROSSBENCH_FLEET_FAILPOINT")) {
+        if at == "setup" {
+            // A test of the rendezvous (loader/tests/fleet.rs): this loader fails its
+            // setup on purpose.
+            or_abandon!(
+                "setup",
+                Err::<(), _>(anyhow::anyhow!(
+                    "CROSSBENCH_FLEET_FAILPOINT=setup: this loader failed its setup on purpose"
+                ))
+            );
+        }
+    }
     let specs = workload.consumers();
     let names: Vec<String> = specs.iter().map(|c| c.name()).collect();
     let tagged = fleet
@@ -661,7 +680,7 @@ async fn run_joined<W: Workload>(
     } else {
         deferred_verdict(&dir)
     };
-    if let Some(f) = fleet.as_ref().filter(|f| !f.alone()) {
+    if let Some(f) = fleet.as_ref() {
         let hists = workload.histograms();
         crate::fleet::totals::write(&dir.join("totals.hlog"), &hists, f.share.index)
             .context("writing totals.hlog")?;
@@ -773,7 +792,15 @@ async fn run_joined<W: Workload>(
             a.loader, a.stage, a.why
         ));
     }
-    let outcome = if abandoned.is_some() {
+    let me = member.as_ref().map(|m| m.index());
+    let outcome = if signalled.is_cancelled()
+        && abandoned.as_ref().is_none_or(|a| Some(a.loader) == me)
+    {
+        // Stopped by Ctrl-C or SIGTERM (this loader's own signal): the record is
+        // complete, over the window as it ran; the verdict on what was delivered is
+        // in it.
+        Outcome::Interrupted
+    } else if abandoned.is_some() {
         Outcome::Abandoned
     } else if interrupt.is_cancelled() {
         // Stopped by Ctrl-C or SIGTERM: the record is complete, over the window as it

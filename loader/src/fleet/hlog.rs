@@ -98,12 +98,19 @@ pub fn read_intervals(path: &Path) -> Result<Vec<Interval>, HlogError> {
 }
 
 /// Add the loaders' logs of one kind (`logs[j]` is loader `j`'s) into `out`: the
-/// intervals of each tag that start in the same second (counted from the earliest
-/// interval of all) become one. Errors when two histograms' parameters differ.
-pub fn merge_logs(logs: &[PathBuf], out: &Path, comment: &str) -> Result<u64, HlogError> {
+/// intervals of each tag (as `tag(j, tag)` names it) that start in the same second
+/// (counted from the earliest interval of all) become one. Errors when two
+/// histograms' parameters differ.
+pub fn merge_logs(
+    logs: &[PathBuf],
+    out: &Path,
+    comment: &str,
+    tag: &dyn Fn(usize, &str) -> String,
+) -> Result<u64, HlogError> {
     let mut all: Vec<(usize, Interval)> = Vec::new();
     for (j, p) in logs.iter().enumerate() {
-        for i in read_intervals(p)? {
+        for mut i in read_intervals(p)? {
+            i.tag = tag(j, &i.tag);
             all.push((j, i));
         }
     }
@@ -189,7 +196,10 @@ mod tests {
             t0 + Duration::from_millis(300),
             &[("A", 0, &[5000]), ("B", 1, &[7000])],
         );
-        assert_eq!(merge_logs(&[a, b], &m, "merged").unwrap(), 3);
+        assert_eq!(
+            merge_logs(&[a, b], &m, "merged", &|_, t| t.to_string()).unwrap(),
+            3
+        );
         let got = read_intervals(&m).unwrap();
         let by: Vec<(String, u64, u64)> = got
             .iter()
@@ -218,7 +228,7 @@ mod tests {
         h.record(5).unwrap();
         w.write("A", t0, Duration::from_secs(1), &h).unwrap();
         w.flush().unwrap();
-        let e = merge_logs(&[a, b], &d.path().join("m"), "m").unwrap_err();
+        let e = merge_logs(&[a, b], &d.path().join("m"), "m", &|_, t| t.to_string()).unwrap_err();
         assert!(e.to_string().contains("histogram parameters"), "{e}");
     }
 }

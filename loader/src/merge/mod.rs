@@ -391,10 +391,12 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
     for name in ["e2e.hlog", "schedule-lag.hlog", "entry-age.hlog"] {
         let paths: Vec<PathBuf> = loaders.iter().map(|l| l.dir.join(name)).collect();
         if paths.iter().all(|p| p.exists()) {
+            // Stream tags without a partitioned loader's namespace.
             merge_logs(
                 &paths,
                 &out.join(name),
                 &format!("crossbench interval log, {n} loaders added per second"),
+                &|j, tag| metas[j].canonical(tag),
             )?;
         }
     }

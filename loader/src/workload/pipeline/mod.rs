@@ -112,6 +112,17 @@ impl Pipeline {
         self
     }
 
+    /// Deliveries per second this loader's share of the cell demands: the cell's
+    /// (6R) in the ordinary cell, its part of it as one loader of several (whose
+    /// served fractions are of its share; the merge's are of the cell's).
+    fn demand(&self) -> f64 {
+        let s = &self.s;
+        self.plan.invariants.deliveries_per_sec as f64
+            * self
+                .share
+                .rate_fraction(s.properties, s.hot.props, s.hot.factor)
+    }
+
     fn processed_total(&self) -> u64 {
         self.stages
             .iter()
@@ -555,9 +566,7 @@ impl Workload for Pipeline {
     }
 
     fn served_in_window(&self, end: &Ending<'_>) -> f64 {
-        end.deliveries_in_window as f64
-            / end.wall_rated_sec
-            / self.plan.invariants.deliveries_per_sec as f64
+        end.deliveries_in_window as f64 / end.wall_rated_sec / self.demand()
     }
 
     fn figures(&self, end: &Ending<'_>) -> anyhow::Result<Figures<PipelineBody>> {
@@ -641,14 +650,12 @@ impl Workload for Pipeline {
                 offered_per_sec: offered_rated as f64 / rated_sec,
                 published_per_sec: published_rated as f64 / rated_sec,
                 deliveries_per_sec: deliveries_rated as f64 / rated_sec,
-                served_fraction: deliveries_rated as f64
-                    / rated_sec
-                    / plan.invariants.deliveries_per_sec as f64,
+                served_fraction: deliveries_rated as f64 / rated_sec / self.demand(),
                 reference_deliveries_per_sec: all_delivered as f64 / rated_sec,
                 window_deliveries_per_sec: end.deliveries_in_window as f64 / end.wall_rated_sec,
                 window_served_fraction: end.deliveries_in_window as f64
                     / end.wall_rated_sec
-                    / plan.invariants.deliveries_per_sec as f64,
+                    / self.demand(),
             },
             latency_ms: Latency {
                 e2e_a: m.e2e[Flow::A.index()].summary(),
