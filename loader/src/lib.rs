@@ -4,15 +4,14 @@
 //! The arrows run one way, from the top of this list down:
 //! - [`cli`]: the subcommands and exit codes;
 //! - [`campaign`]: matrices of repeated cells, interleaved, and the ceiling search;
-//! - [`merge`]: the records of several loaders of one cell made one cell;
 //! - [`workload`]: the channel-manager pipeline and the stream workload;
 //! - [`cell`]: the life of one cell, the same for every workload;
 //! - [`fleet`]: several loaders, one cell: shares, the rendezvous, the merge;
 //! - [`console`]: the live progress and the final summary;
 //! - [`record`]: every file a cell leaves;
-//! - [`sampling`]: the resource sampler beside every cell;
 //! - [`pacing`]: the open-loop schedule and pacer;
-//! - [`measure`]: the cell's clock, counters, histograms and rated window;
+//! - [`measure`]: the cell's clock, counters, histograms and rated window, and the
+//!   resource sampler beside every cell;
 //! - [`scenario`]: the scenario file, validated.
 //!
 //! Nothing in `cell`, `pacing` or `measure` names a workload, and no module names a
@@ -24,9 +23,7 @@ pub mod cli;
 pub mod console;
 pub mod fleet;
 pub mod measure;
-pub mod merge;
 pub mod pacing;
 pub mod record;
-pub mod sampling;
 pub mod scenario;
 pub mod workload;

@@ -800,20 +800,83 @@ fn the_configmap_scenario_is_a_scenario_for_several_loaders() {
     p.check(v["loaders"]["barrier_timeout"].is_string(), || {
         format!("{file}: no loaders.barrier_timeout")
     });
-    // The scenario as the loader reads it. Until the `loaders` section is known to
-    // the scenario parser (issue 20, the loader's side), the rest is parsed without it.
-    let parsed = match loader::scenario::parse(text_, file, &[]) {
-        Err(e) if e.to_string().contains("unknown field `loaders`") => {
-            let mut rest = v.clone();
-            rest.as_mapping_mut().unwrap().remove("loaders");
-            loader::scenario::parse(&serde_yaml::to_string(&rest).unwrap(), file, &[])
-        }
-        r => r,
-    };
-    if let Err(e) = parsed {
+    // The scenario as the loader reads it, `loaders` section included.
+    if let Err(e) = loader::scenario::parse(text_, file, &[]) {
         p.0.push(format!("{file}: scenario.yaml does not parse: {e}"));
     }
     p.assert_none("the scenario ConfigMap");
+}
+
+/// Every crossbench container's command line, as Kubernetes expands it (`$(VAR)`
+/// with a value of the right kind), is accepted by the binary's own parser, and the
+/// loader's resolves to a loader of the manifests' count with the rendezvous set.
+#[test]
+fn every_container_command_line_is_one_the_binary_accepts() {
+    use clap::Parser;
+    let all = manifests();
+    let mut p = Problems::default();
+    let mut seen = 0;
+    for (file, spec) in pod_specs(&all) {
+        for c in containers(spec) {
+            // The crossbench image running crossbench (not another entrypoint, as
+            // the fetch pod's `sleep`).
+            if !c["image"].as_str().unwrap_or("").contains("crossbench") || !c["command"].is_null()
+            {
+                continue;
+            }
+            let args: Vec<String> = strings(&c["args"])
+                .into_iter()
+                .map(|a| {
+                    a.replace("$(JOB_COMPLETION_INDEX)", "1")
+                        .replace("$(CELL)", "cell-001")
+                })
+                .collect();
+            seen += 1;
+            let argv = std::iter::once("crossbench".to_string()).chain(args.iter().cloned());
+            if let Err(e) = loader::cli::Cli::try_parse_from(argv) {
+                p.0.push(format!(
+                    "{file}: `crossbench {}` is refused by the binary: {e}",
+                    args.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        seen >= 3,
+        "the loader, the merge and the verify containers at least"
+    );
+    // The loader's flags with the ConfigMap's scenario resolve to one loader of N.
+    let (file, job) = loader_job(&all);
+    let args = strings(&loader_container(job)["args"]);
+    let n: u64 = flag(&args, "--loader-count").unwrap().parse().unwrap();
+    let cm = of_kind(&all, "ConfigMap")
+        .into_iter()
+        .find(|(_, d)| d["data"]["scenario.yaml"].is_string())
+        .expect("the scenario ConfigMap");
+    let text_ = cm.1["data"]["scenario.yaml"].as_str().unwrap();
+    let sets = vec![
+        format!("loaders.count={n}"),
+        format!(
+            "loaders.rendezvous={}",
+            flag(&args, "--rendezvous").unwrap()
+        ),
+    ];
+    let s = loader::scenario::parse(text_, &cm.0, &sets).unwrap();
+    let flags = loader::fleet::LoaderFlags {
+        index: Some(n - 1),
+        listen: flag(&args, "--rendezvous-listen"),
+        ..Default::default()
+    };
+    match loader::fleet::FleetSpec::resolve(&s, &flags, None) {
+        Ok(f) => p.check(
+            f.share.count == n && f.rendezvous_host_port().is_some(),
+            || format!("{file}: resolves to {f:?}"),
+        ),
+        Err(e) => {
+            p.0.push(format!("{file}: the loader's flags do not resolve: {e}"))
+        }
+    }
+    p.assert_none("the containers' command lines");
 }
 
 // ---------------------------------------------------------------------------------

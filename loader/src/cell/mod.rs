@@ -15,6 +15,7 @@ pub mod consumers;
 pub mod drain;
 pub mod faults;
 pub mod load_rule;
+pub mod merge;
 pub mod outcome;
 pub mod rated;
 pub mod setup;
@@ -97,7 +98,7 @@ pub async fn run<W: Workload>(
     let clock = Clock::anchor();
     let mut inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
     crate::record::incomplete::begin(&dir);
-    let sampling = crate::sampling::start(s, &dir)?;
+    let sampling = crate::measure::sampling::start(s, &dir)?;
     let quiet = opts.quiet;
     let say = move |m: String| {
         if !quiet {
@@ -177,7 +178,7 @@ fn abandoned_early(
     s: &crate::scenario::Scenario,
     dir: &Path,
     inv: &mut InvocationFile,
-    sampling: crate::sampling::Sampling,
+    sampling: crate::measure::sampling::Sampling,
     f: &FleetSpec,
     member: Option<&Member>,
     why: &Fail,
@@ -237,7 +238,7 @@ async fn run_joined<W: Workload>(
     interrupt: &CancellationToken,
     clock: Clock,
     inv: &mut InvocationFile,
-    sampling: crate::sampling::Sampling,
+    sampling: crate::measure::sampling::Sampling,
     member: &Option<Arc<Member>>,
     clock_start: &Option<ClockBound>,
     say: &(dyn Fn(String) + Sync),
@@ -693,7 +694,7 @@ async fn run_joined<W: Workload>(
         .finish_cell(
             rated_start_us,
             rated_sec,
-            crate::sampling::workload_facts(
+            crate::measure::sampling::workload_facts(
                 &description,
                 load.published_rated,
                 load.deliveries_rated,

@@ -162,7 +162,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             };
             Ok(run::execute(&req)?.exit)
         }
-        Command::Merge { dirs, out, quiet } => crate::merge::command(&dirs, &out, quiet),
+        Command::Merge { dirs, out, quiet } => crate::cell::merge::command(&dirs, &out, quiet),
         Command::Campaign(a) => campaign::campaign(a),
         Command::Ceiling(a) => campaign::ceiling(a),
         Command::Findings(a) => campaign::findings(a),

@@ -8,7 +8,7 @@
 //! ([`share`]) and paces only them, at their part of the rate, from one start instant
 //! every loader reaches on its own clock. Its stamps carry its index, so every
 //! message's origin is known, and its stream logs carry the loader and the delivery
-//! time of every line, so `crossbench merge` ([`crate::merge`]) can interleave them.
+//! time of every line, so `crossbench merge` ([`crate::cell::merge`]) can interleave them.
 //!
 //! Two topologies: `shared` (loader 0 sets the topology up; every loader attaches
 //! to it and consumes every stream, so the system sees one consumer group with `N`×

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use checker::{DrainOutcome, Produced};
 
-use crate::merge::MergeError;
+use crate::cell::merge::MergeError;
 
 /// One loader's `produced.meta`, parsed.
 #[derive(Debug)]

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::merge::MergeError;
+use crate::cell::merge::MergeError;
 
 /// What merging one stream saw.
 #[derive(Debug, Default)]
