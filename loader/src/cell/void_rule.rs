@@ -44,10 +44,15 @@ pub fn reasons(rule: &VoidRule, load: &LoaderLoad) -> Vec<String> {
     }
     let fraction = load.cores / load.cores_available;
     if fraction > rule.loader_cpu_max {
+        // Whole cores as such ("of 2 cores"); a CPU quota with its decimals.
+        let avail = if load.cores_available.fract() == 0.0 {
+            format!("{:.0}", load.cores_available)
+        } else {
+            format!("{:.2}", load.cores_available)
+        };
         r.push(format!(
-            "loader used {:.2} of {:.0} cores ({:.0}% > {:.0}% allowed)",
+            "loader used {:.2} of {avail} cores ({:.0}% > {:.0}% allowed)",
             load.cores,
-            load.cores_available,
             100.0 * fraction,
             100.0 * rule.loader_cpu_max
         ));
