@@ -236,6 +236,12 @@ impl Paced {
                     .spawn(move || {
                         crate::pacing::priority::raise_current_thread();
                         let start = start.into_std();
+                        // Nothing is due before the start: `elapsed` saturates at zero,
+                        // where slot 0 is due.
+                        let early = start.saturating_duration_since(std::time::Instant::now());
+                        if !early.is_zero() {
+                            thread::sleep(early);
+                        }
                         while !flag.load(Ordering::Relaxed) {
                             let Some(wake) = pacer.step(start.elapsed()) else {
                                 break;
@@ -250,6 +256,7 @@ impl Paced {
                 Driver::Thread(h)
             }
             Timing::Virtual => Driver::Task(tokio::spawn(async move {
+                tokio::time::sleep_until(start).await;
                 while !flag.load(Ordering::Relaxed) {
                     let Some(wake) = pacer.step(start.elapsed()) else {
                         break;

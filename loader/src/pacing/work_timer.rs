@@ -396,6 +396,12 @@ fn step_pacers(shared: &Shared, now: Instant) -> Option<Instant> {
         if a.stop.load(Ordering::Relaxed) {
             return false;
         }
+        if now < a.start {
+            // Nothing is due before the start (a step now would release slot 0,
+            // whose due time is the start, early).
+            next = Some(next.map_or(a.start, |n| n.min(a.start)));
+            return true;
+        }
         match a.pacer.step(now.saturating_duration_since(a.start)) {
             Some(wake) => {
                 let at = a.start + wake;
@@ -575,13 +581,25 @@ mod tests {
         Pacer<impl FnMut(Slot) -> bool + Send + 'static>,
         Arc<std::sync::atomic::AtomicU64>,
     ) {
+        counting_pacer_from(rate, run_for, Duration::ZERO)
+    }
+
+    /// The same, starting `lead` from now.
+    fn counting_pacer_from(
+        rate: f64,
+        run_for: Duration,
+        lead: Duration,
+    ) -> (
+        Pacer<impl FnMut(Slot) -> bool + Send + 'static>,
+        Arc<std::sync::atomic::AtomicU64>,
+    ) {
         use crate::measure::clock::Clock;
         use crate::measure::counters::FlowCounters;
         use crate::measure::histograms::Metric;
         use crate::measure::window::RatedWindow;
         use crate::pacing::pacer::{PacerSinks, PacerSpec};
         use crate::pacing::schedule::Schedule;
-        let origin = Instant::now();
+        let origin = Instant::now() + lead;
         let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let s2 = seen.clone();
         let sinks = PacerSinks {
@@ -623,6 +641,20 @@ mod tests {
             pb.stop_early();
             pb.finish().await;
             assert!(seen_b.load(Ordering::Relaxed) > 0);
+        });
+    }
+
+    #[test]
+    fn a_pacer_attached_before_its_start_releases_nothing_until_then() {
+        two_workers().block_on(async {
+            let timer = WorkTimer::start(Lanes::default(), Timing::Real).unwrap();
+            let (p, seen) = counting_pacer_from(1000.0, ms(50), ms(400));
+            let paced = timer.pace(p, JoinSet::new());
+            // Slot 0 is due at the start, not when the pacer is attached.
+            tokio::time::sleep(ms(150)).await;
+            assert_eq!(seen.load(Ordering::Relaxed), 0, "a slot released early");
+            paced.finish().await;
+            assert_eq!(seen.load(Ordering::Relaxed), 50, "the whole schedule");
         });
     }
 
