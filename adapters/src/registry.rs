@@ -281,6 +281,10 @@ pub struct BuildContext {
     /// Partitions one pop may span (1 unless the system has
     /// [`Capabilities::multi_partition_pop`] and the workload asks for more).
     pub pop_partitions: u64,
+    /// Client processes driving the system at once (several loaders of one cell; 0 or
+    /// 1: this one alone). An adapter that sizes itself from what the server has free
+    /// (pgmq's connection pool) takes its share.
+    pub clients: u64,
 }
 
 /// Why an adapter could not be built.
@@ -407,7 +411,7 @@ impl SystemOptions {
             SystemOptions::Mem(o) => Ok(Arc::new(crate::mem::MemBroker::new(o.clone()))),
             #[cfg(feature = "pgmq")]
             SystemOptions::Pgmq(o) => crate::pgmq::PgmqBroker::new(o.clone())
-                .map(|b| Arc::new(b) as Arc<dyn Broker>)
+                .map(|b| Arc::new(b.with_clients(ctx.clients)) as Arc<dyn Broker>)
                 .map_err(config),
             #[cfg(feature = "rabbitmq")]
             SystemOptions::Rabbitmq(o) => crate::rabbitmq::RabbitBroker::new(o.clone())

@@ -112,6 +112,8 @@ pub struct PgmqBroker {
     lanes: AtomicU64,
     keys: AtomicU64,
     stats: Stats,
+    /// Processes using the server at once (several loaders of one cell).
+    clients: u32,
 }
 
 /// A classified failure, plus whether the connection it happened on should be dropped.
@@ -234,7 +236,15 @@ impl PgmqBroker {
             lanes: AtomicU64::new(1),
             keys: AtomicU64::new(1),
             stats: Stats::default(),
+            clients: 1,
         })
+    }
+
+    /// This adapter is one of `n` processes using the server at once (several
+    /// loaders of one cell): its pool takes its share of the free connections.
+    pub fn with_clients(mut self, n: u64) -> Self {
+        self.clients = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        self
     }
 
     pub fn options(&self) -> &PgmqOptions {
@@ -269,7 +279,9 @@ impl PgmqBroker {
         let size = match free_connections(&opts).await {
             Ok(Some(free)) => {
                 let minimum = streams as u32 + 4;
-                let room = free.saturating_sub(POOL_MARGIN);
+                // Several processes opening their pools at once all see the same free
+                // connections: each takes its share.
+                let room = free.saturating_sub(POOL_MARGIN) / self.clients;
                 if room < minimum.min(wanted) {
                     return Err(BrokerError::Config {
                         field: "pgmq.pool_size".into(),
@@ -282,8 +294,13 @@ impl PgmqBroker {
                     });
                 }
                 if room < wanted {
+                    let share = if self.clients > 1 {
+                        format!(", shared by {} loaders", self.clients)
+                    } else {
+                        String::new()
+                    };
                     let _ = self.pool_note.set(format!(
-                        "pool capped at {room} connections (wanted {wanted}): the server had {free} free at setup, less a margin of {POOL_MARGIN}"
+                        "pool capped at {room} connections (wanted {wanted}): the server had {free} free at setup, less a margin of {POOL_MARGIN}{share}"
                     ));
                     room
                 } else {

@@ -301,15 +301,13 @@ async fn run_joined<W: Workload>(
     // The system (through the harness's proxy when the scenario asks for one), and the
     // topology on it (or its refusal, which is the result).
     let proxy = or_abandon!("setup", Faults::start_proxy(s).await);
+    // Several loaders drive the system at once: each takes its share of what the
+    // system has free.
+    let mut ctx = workload.build_context();
+    ctx.clients = fleet.as_ref().map_or(1, |f| f.share.count);
     let broker = match &proxy {
-        None => or_abandon!(
-            "setup",
-            crate::cell::setup::build(s, &workload.build_context())
-        ),
-        Some(p) => or_abandon!(
-            "setup",
-            crate::cell::setup::build_via(s, &workload.build_context(), p.listen())
-        ),
+        None => or_abandon!("setup", crate::cell::setup::build(s, &ctx)),
+        Some(p) => or_abandon!("setup", crate::cell::setup::build_via(s, &ctx, p.listen())),
     };
     let mut topo = workload.topology();
     if let Some(f) = &fleet {

@@ -20,6 +20,7 @@ pub fn build_context(s: &Scenario) -> BuildContext {
             WorkloadKind::Pipeline => 1,
             WorkloadKind::Stream => s.stream.as_ref().map_or(1, |st| st.consume.pop_partitions),
         },
+        clients: 1,
     }
 }
 
