@@ -398,6 +398,55 @@ impl SystemOptions {
             }
         }
     }
+
+    /// The system's bare loop for `plan` (crate::bare): its objects built by the
+    /// adapter's own setup, then its client library alone.
+    pub async fn bare(
+        &self,
+        plan: &crate::bare::BarePlan,
+    ) -> Result<Box<dyn crate::bare::BareClient>, crate::bare::BareError> {
+        use crate::bare::{BareClient, BareError};
+        let entry = self.system().entry();
+        let setup = |source: BrokerError| BareError::Setup {
+            name: entry.name,
+            source,
+        };
+        #[allow(unreachable_patterns)]
+        match self {
+            SystemOptions::Mem(_) => Err(BareError::Unsupported {
+                name: entry.name,
+                why: "the control broker is crossbench's own code; its cost is measured by control-dense and `selftest floor`".into(),
+            }),
+            #[cfg(feature = "pgmq")]
+            SystemOptions::Pgmq(o) => crate::pgmq::bare::PgmqBare::start(o, plan)
+                .await
+                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map_err(setup),
+            #[cfg(feature = "rabbitmq")]
+            SystemOptions::Rabbitmq(o) => crate::rabbitmq::bare::RabbitBare::start(o, plan)
+                .await
+                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map_err(setup),
+            #[cfg(feature = "nats")]
+            SystemOptions::Nats(o) => crate::nats::bare::NatsBare::start(o, plan)
+                .await
+                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map_err(setup),
+            #[cfg(feature = "redis")]
+            SystemOptions::Redis(o) => crate::redis::bare::RedisBare::start(o, plan)
+                .await
+                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map_err(setup),
+            _ => {
+                let _ = (plan, setup);
+                Err(BuildError::NotBuilt {
+                    name: entry.name,
+                    feature: entry.feature.unwrap_or(entry.name),
+                }
+                .into())
+            }
+        }
+    }
 }
 
 #[cfg(test)]

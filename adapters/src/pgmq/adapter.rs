@@ -48,7 +48,7 @@ use crate::error::BrokerError;
 use crate::lanes::lane_key;
 
 /// The header pgmq's grouped reads group by.
-const GROUP_HEADER: &str = "x-pgmq-group";
+pub(super) const GROUP_HEADER: &str = "x-pgmq-group";
 
 /// What `setup` learned about one topic.
 #[derive(Debug)]
@@ -187,14 +187,14 @@ fn publish_sql(queues: usize) -> String {
     sql
 }
 
-fn read_sql(f: ReadFn) -> &'static str {
+pub(super) fn read_sql(f: ReadFn) -> &'static str {
     match f {
         ReadFn::Head => "SELECT msg_id, read_ct, message::text AS body, headers->>'x-pgmq-group' AS grp FROM pgmq.read_grouped_head($1::text, $2::int, $3::int)",
         ReadFn::Rr => "SELECT msg_id, read_ct, message::text AS body, headers->>'x-pgmq-group' AS grp FROM pgmq.read_grouped_rr($1::text, $2::int, $3::int)",
     }
 }
 
-fn ack_sql(a: AckMode) -> &'static str {
+pub(super) fn ack_sql(a: AckMode) -> &'static str {
     match a {
         AckMode::Delete => "SELECT count(*) FROM pgmq.delete($1::text, $2::bigint[])",
         AckMode::Archive => "SELECT count(*) FROM pgmq.archive($1::text, $2::bigint[])",

@@ -152,7 +152,7 @@ pub struct RedisBroker {
     server: Mutex<HashMap<(String, String), [u64; 4]>>,
 }
 
-fn classify(e: RedisError) -> BrokerError {
+pub(super) fn classify(e: RedisError) -> BrokerError {
     let text = redact_url_passwords(&e.to_string());
     if e.is_timeout() {
         BrokerError::Timeout(text)
@@ -166,7 +166,7 @@ fn classify(e: RedisError) -> BrokerError {
 }
 
 /// `[A-Za-z0-9_-]` only (a key pattern never sees a glob character).
-fn token(s: &str) -> String {
+pub(super) fn token(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {

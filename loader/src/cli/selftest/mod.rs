@@ -19,8 +19,11 @@
 //! figure counts the process's start, the file reads and the verdict, and prints the
 //! lines per second of each run with their median, beside `verify_dir` called in
 //! this process on the same files (what the checker's own bench measures).
+//!
+//! `selftest tax` is the harness tax of one adapter: [`tax`].
 
 pub mod floor;
+pub mod tax;
 pub mod verify;
 
 use clap::{Args, Subcommand};
@@ -62,6 +65,9 @@ pub enum Selftest {
         #[arg(long)]
         crossbench_meta: bool,
     },
+    /// The harness tax of one adapter: loader CPU µs per delivery of a crossbench
+    /// cell against the system's bare client loop, same broker, rate and shape.
+    Tax(tax::TaxArgs),
 }
 
 pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
@@ -74,5 +80,6 @@ pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
             dir,
             crossbench_meta,
         } => verify::verify(lines, props, runs, dir, crossbench_meta),
+        Selftest::Tax(a) => tax::tax(a),
     }
 }
