@@ -427,6 +427,11 @@ impl SystemOptions {
                 .await
                 .map(|b| Box::new(b) as Box<dyn BareClient>)
                 .map_err(setup),
+            #[cfg(feature = "kafka")]
+            SystemOptions::Kafka(o) => crate::kafka::bare::KafkaBare::start(o, plan)
+                .await
+                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map_err(setup),
             #[cfg(feature = "nats")]
             SystemOptions::Nats(o) => crate::nats::bare::NatsBare::start(o, plan)
                 .await
