@@ -3,14 +3,15 @@
 //! Publish: one pipeline of `XADD … * k <key> p <payload>` per key's payloads on a
 //! connection manager, as the adapter sends them. Consume: `readers` tasks, each with
 //! its own multiplexed connection and its share of the lanes (`l ≡ r mod readers`):
-//! `XREADGROUP GROUP g c<r> COUNT <batch> BLOCK <block> STREAMS <its lanes> > …`, then
-//! one `XACK` per lane that returned entries (sent together), then the next read.
+//! `XREADGROUP GROUP g c<r> COUNT <batch> BLOCK <block> STREAMS <its lanes> > …`; the
+//! entries it returns are acked with one `XACK` per lane in one pipeline with the next
+//! read, ahead of it (as the adapter acks), and the last ones before it stops.
 
 use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::streams::StreamReadReply;
-use ::redis::{AsyncConnectionConfig, Client};
+use ::redis::{AsyncConnectionConfig, Client, FromRedisValue, Value};
 use async_trait::async_trait;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
@@ -95,9 +96,17 @@ impl RedisBare {
             }
         };
         let block_ms = (self.o.block.as_millis() as u64).max(1);
+        // The last read's entries, acked ahead of the next read.
+        let mut unacked: Vec<(String, Vec<String>)> = Vec::new();
         while !stop.is_cancelled() {
-            let mut cmd = ::redis::cmd("XREADGROUP");
-            cmd.arg("GROUP")
+            let mut pipe = ::redis::pipe();
+            pipe.ignore_errors();
+            for (stream, ids) in &unacked {
+                pipe.cmd("XACK").arg(stream).arg(&self.group).arg(ids);
+            }
+            let cmd = pipe
+                .cmd("XREADGROUP")
+                .arg("GROUP")
                 .arg(&self.group)
                 .arg(&consumer)
                 .arg("COUNT")
@@ -111,39 +120,48 @@ impl RedisBare {
             for _ in &mine {
                 cmd.arg(">");
             }
-            let reply = tokio::select! {
-                _ = stop.cancelled() => return,
-                r = cmd.query_async::<Option<StreamReadReply>>(&mut conn) => r,
+            let replies = tokio::select! {
+                _ = stop.cancelled() => break,
+                r = pipe.query_async::<Vec<Value>>(&mut conn) => r,
             };
-            let reply = match reply {
-                Ok(Some(reply)) => reply,
-                Ok(None) => continue,
-                Err(_) => {
-                    c.errors.inc();
-                    nap(Duration::from_millis(50), stop).await;
-                    continue;
+            let Ok(replies) = replies else {
+                c.errors.inc();
+                nap(Duration::from_millis(50), stop).await;
+                continue;
+            };
+            let mut replies = replies.into_iter();
+            for (_, ids) in unacked.drain(..) {
+                match replies.next() {
+                    Some(Value::ServerError(_)) | None => c.errors.inc(),
+                    Some(_) => c.acked.add(ids.len() as u64),
                 }
-            };
-            let acks = reply.keys.iter().filter(|k| !k.ids.is_empty()).map(|k| {
-                let mut m = self.manager.clone();
-                let ids: Vec<&str> = k.ids.iter().map(|e| e.id.as_str()).collect();
-                c.consumed.add(ids.len() as u64);
-                async move {
-                    let n = ids.len() as u64;
-                    let r: Result<u64, _> = ::redis::cmd("XACK")
-                        .arg(&k.key)
-                        .arg(&self.group)
-                        .arg(&ids)
-                        .query_async(&mut m)
-                        .await;
-                    match r {
-                        Ok(_) => c.acked.add(n),
-                        // Left pending: not redelivered to `>` reads; counted.
-                        Err(_) => c.errors.inc(),
+            }
+            match replies
+                .next()
+                .map(Option::<StreamReadReply>::from_redis_value)
+            {
+                Some(Ok(Some(reply))) => {
+                    for k in reply.keys.into_iter().filter(|k| !k.ids.is_empty()) {
+                        c.consumed.add(k.ids.len() as u64);
+                        unacked.push((k.key, k.ids.into_iter().map(|e| e.id).collect()));
                     }
                 }
-            });
-            futures::future::join_all(acks).await;
+                Some(Ok(None)) => {}
+                _ => c.errors.inc(),
+            }
+        }
+        // What the last read returned: acked before leaving.
+        if !unacked.is_empty() {
+            let mut pipe = ::redis::pipe();
+            for (stream, ids) in &unacked {
+                pipe.cmd("XACK").arg(stream).arg(&self.group).arg(ids);
+            }
+            match pipe.query_async::<Vec<u64>>(&mut conn).await {
+                Ok(_) => c
+                    .acked
+                    .add(unacked.iter().map(|(_, ids)| ids.len() as u64).sum()),
+                Err(_) => c.errors.inc(),
+            }
         }
     }
 }
