@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use sqlx::pool::PoolConnection;
@@ -567,6 +568,11 @@ impl PgmqBroker {
                 }
             }
 
+            // One task per read runs the read's key-batches concurrently and reports
+            // each as it finishes (a task per key-batch cost a spawn, and often a
+            // wake-up of the other runtime worker, per message with one row per key).
+            let mut batches: Vec<(Arc<str>, Vec<i64>, KeyBatch)> =
+                Vec::with_capacity(claimed.len());
             for (key, rows) in claimed {
                 let redelivered = rows.iter().filter(|r| r.read_ct > 1).count() as u64;
                 if redelivered > 0 {
@@ -586,17 +592,27 @@ impl PgmqBroker {
                     key: key.clone(),
                     messages,
                 };
-                let handler = s.handler.clone();
-                let done = done.clone();
-                tokio::spawn(async move {
-                    let disposition = handler.handle(batch).await;
-                    let _ = done.send(Done {
-                        key,
-                        ids,
-                        disposition,
-                    });
-                });
+                batches.push((key, ids, batch));
             }
+            let handler = s.handler.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                let handler = &handler;
+                let mut calls: FuturesUnordered<_> = batches
+                    .into_iter()
+                    .map(|(key, ids, batch)| async move {
+                        let disposition = handler.handle(batch).await;
+                        Done {
+                            key,
+                            ids,
+                            disposition,
+                        }
+                    })
+                    .collect();
+                while let Some(d) = calls.next().await {
+                    let _ = done.send(d);
+                }
+            });
         }
     }
 
