@@ -405,7 +405,7 @@ impl SystemOptions {
         &self,
         plan: &crate::bare::BarePlan,
     ) -> Result<Box<dyn crate::bare::BareClient>, crate::bare::BareError> {
-        use crate::bare::{BareClient, BareError};
+        use crate::bare::BareError;
         let entry = self.system().entry();
         let setup = |source: BrokerError| BareError::Setup {
             name: entry.name,
@@ -420,27 +420,27 @@ impl SystemOptions {
             #[cfg(feature = "pgmq")]
             SystemOptions::Pgmq(o) => crate::pgmq::bare::PgmqBare::start(o, plan)
                 .await
-                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map(|b| Box::new(b) as Box<dyn crate::bare::BareClient>)
                 .map_err(setup),
             #[cfg(feature = "rabbitmq")]
             SystemOptions::Rabbitmq(o) => crate::rabbitmq::bare::RabbitBare::start(o, plan)
                 .await
-                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map(|b| Box::new(b) as Box<dyn crate::bare::BareClient>)
                 .map_err(setup),
             #[cfg(feature = "kafka")]
             SystemOptions::Kafka(o) => crate::kafka::bare::KafkaBare::start(o, plan)
                 .await
-                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map(|b| Box::new(b) as Box<dyn crate::bare::BareClient>)
                 .map_err(setup),
             #[cfg(feature = "nats")]
             SystemOptions::Nats(o) => crate::nats::bare::NatsBare::start(o, plan)
                 .await
-                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map(|b| Box::new(b) as Box<dyn crate::bare::BareClient>)
                 .map_err(setup),
             #[cfg(feature = "redis")]
             SystemOptions::Redis(o) => crate::redis::bare::RedisBare::start(o, plan)
                 .await
-                .map(|b| Box::new(b) as Box<dyn BareClient>)
+                .map(|b| Box::new(b) as Box<dyn crate::bare::BareClient>)
                 .map_err(setup),
             _ => {
                 let _ = (plan, setup);
