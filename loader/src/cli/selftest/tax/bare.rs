@@ -105,7 +105,9 @@ async fn drive(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
     client.close().await;
 
     let consumed = counters.consumed.get();
-    let complete = consumed >= published && published > 0;
+    let acked = counters.acked.get();
+    // Received and acknowledged: nothing left behind on the system.
+    let complete = published > 0 && consumed >= published && acked >= published;
     let held = got as f64 >= 0.97 * s.rate as f64 * shape.window.as_secs_f64();
     Ok(SideRun {
         side: Side::Bare,
@@ -117,7 +119,7 @@ async fn drive(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
         cpu_cores: cpu / wall,
         published,
         consumed,
-        acked: counters.acked.get(),
+        acked,
         errors: counters.errors.get(),
         complete,
         held,

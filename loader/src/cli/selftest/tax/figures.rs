@@ -46,8 +46,8 @@ pub struct SideRun {
     pub acked: u64,
     /// Failed calls (retried).
     pub errors: u64,
-    /// Everything published was delivered: the bare side received at least what it
-    /// published by the end of its drain; the cell's checker said PASS.
+    /// Everything published was delivered: the bare side received and acknowledged at
+    /// least what it published by the end of its drain; the cell's checker said PASS.
     pub complete: bool,
     /// The rate was kept: the cell held its load; the bare side received at least 97 %
     /// of rate × window inside the window.
