@@ -66,6 +66,9 @@ pub fn tax(a: TaxArgs) -> anyhow::Result<Exit> {
     let s = shape.scenario();
     // A system this build lacks, or bad options: refused before anything runs.
     crate::cell::setup::build(s, &crate::workload::build_context(s))?;
+    s.options
+        .bare_check()
+        .map_err(|e| BadInput(e.to_string()))?;
     let _lock = crate::cli::lock::acquire(false)?;
     let (dir, keep) = match &a.keep {
         Some(d) => (d.clone(), true),
