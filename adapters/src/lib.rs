@@ -5,6 +5,7 @@
 //! feature of the same name, so a build needs only the client libraries it uses.
 //! Everything outside this crate asks the [`registry`] about systems; none names one.
 
+pub mod bare;
 pub mod broker;
 pub mod counter;
 pub mod duration_text;
@@ -14,6 +15,7 @@ pub mod options;
 pub mod redact;
 pub mod registry;
 
+pub use bare::{BareClient, BareCounters, BareError, BarePlan};
 pub use broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
     Durability, FanOut, KeyBatch, Sharing, StreamCounters, TopicSpec, Topology,

@@ -449,6 +449,90 @@ impl SystemOptions {
             }
         }
     }
+
+    /// Whether this build has the system's bare loop (crate::bare), asked before
+    /// anything connects.
+    pub fn bare_check(&self) -> Result<(), crate::bare::BareError> {
+        use crate::bare::BareError;
+        let entry = self.system().entry();
+        let none = |why: &str| {
+            Err(BareError::Unsupported {
+                name: entry.name,
+                why: why.into(),
+            })
+        };
+        #[allow(unreachable_patterns)]
+        match self {
+            SystemOptions::Mem(_) => none("the control broker is crossbench's own code; its cost is measured by control-dense and `selftest floor`"),
+            SystemOptions::Queen(_) if entry.built => {
+                none("no bare loop has been written for it yet (adapters/README.md, step 13)")
+            }
+            #[cfg(feature = "pgmq")]
+            SystemOptions::Pgmq(_) => Ok(()),
+            #[cfg(feature = "rabbitmq")]
+            SystemOptions::Rabbitmq(_) => Ok(()),
+            #[cfg(feature = "kafka")]
+            SystemOptions::Kafka(_) => Ok(()),
+            #[cfg(feature = "nats")]
+            SystemOptions::Nats(_) => Ok(()),
+            #[cfg(feature = "redis")]
+            SystemOptions::Redis(_) => Ok(()),
+            _ => Err(BuildError::NotBuilt {
+                name: entry.name,
+                feature: entry.feature.unwrap_or(entry.name),
+            }
+            .into()),
+        }
+    }
+
+    /// The system's bare loop for `plan` (crate::bare): its objects built by the
+    /// adapter's own setup, then its client library alone.
+    pub async fn bare(
+        &self,
+        plan: &crate::bare::BarePlan,
+    ) -> Result<Box<dyn crate::bare::BareClient>, crate::bare::BareError> {
+        use crate::bare::BareClient;
+        self.bare_check()?;
+        let name = self.system().entry().name;
+        let setup = |source: BrokerError| crate::bare::BareError::Setup { name, source };
+        let boxed = |b: Box<dyn BareClient>| b;
+        #[allow(unreachable_patterns)]
+        match self {
+            #[cfg(feature = "pgmq")]
+            SystemOptions::Pgmq(o) => crate::pgmq::bare::PgmqBare::start(o, plan)
+                .await
+                .map(|b| boxed(Box::new(b)))
+                .map_err(setup),
+            #[cfg(feature = "rabbitmq")]
+            SystemOptions::Rabbitmq(o) => crate::rabbitmq::bare::RabbitBare::start(o, plan)
+                .await
+                .map(|b| boxed(Box::new(b)))
+                .map_err(setup),
+            #[cfg(feature = "kafka")]
+            SystemOptions::Kafka(o) => crate::kafka::bare::KafkaBare::start(o, plan)
+                .await
+                .map(|b| boxed(Box::new(b)))
+                .map_err(setup),
+            #[cfg(feature = "nats")]
+            SystemOptions::Nats(o) => crate::nats::bare::NatsBare::start(o, plan)
+                .await
+                .map(|b| boxed(Box::new(b)))
+                .map_err(setup),
+            #[cfg(feature = "redis")]
+            SystemOptions::Redis(o) => crate::redis::bare::RedisBare::start(o, plan)
+                .await
+                .map(|b| boxed(Box::new(b)))
+                .map_err(setup),
+            // bare_check refused every other system.
+            _ => {
+                let _ = (plan, setup, boxed);
+                Err(crate::bare::BareError::Unsupported {
+                    name,
+                    why: "no bare loop in this build".into(),
+                })
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -485,6 +569,24 @@ mod tests {
         assert!(!o.is_default());
         let e = SystemOptions::deserialize_for(System::Kafka, v).unwrap_err();
         assert!(e.to_string().contains("readers"), "{e}");
+    }
+
+    #[test]
+    fn bare_loops_are_asked_for_before_anything_connects() {
+        let mem = SystemOptions::defaults(System::Mem)
+            .bare_check()
+            .unwrap_err();
+        assert!(
+            matches!(mem, crate::bare::BareError::Unsupported { .. }),
+            "{mem}"
+        );
+        let redis = SystemOptions::defaults(System::Redis).bare_check();
+        assert_eq!(redis.is_ok(), cfg!(feature = "redis"), "{redis:?}");
+        // Queen: built or not, it has none.
+        let queen = SystemOptions::defaults(System::Queen)
+            .bare_check()
+            .unwrap_err();
+        assert!(queen.to_string().contains("queen"), "{queen}");
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub use options::{Assignment, KafkaOptions};
 #[cfg(feature = "kafka")]
 mod adapter;
 #[cfg(feature = "kafka")]
+pub mod bare;
+#[cfg(feature = "kafka")]
 mod commit;
 #[cfg(feature = "kafka")]
 mod member;

@@ -121,7 +121,7 @@ pub struct NatsBroker {
 }
 
 /// `[A-Za-z0-9_-]` only: a stream, consumer or subject token.
-fn token(s: &str) -> String {
+pub(super) fn token(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -134,7 +134,7 @@ fn token(s: &str) -> String {
 }
 
 /// A key as one subject token: itself when it is a plain token, else `~` and its hex.
-fn key_token(key: &str) -> String {
+pub(super) fn key_token(key: &str) -> String {
     if !key.is_empty()
         && key
             .chars()

@@ -7,4 +7,6 @@ pub use options::NatsOptions;
 #[cfg(feature = "nats")]
 mod adapter;
 #[cfg(feature = "nats")]
+pub mod bare;
+#[cfg(feature = "nats")]
 pub use adapter::{message_id, NatsBroker};

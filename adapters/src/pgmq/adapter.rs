@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use sqlx::pool::PoolConnection;
@@ -48,7 +49,7 @@ use crate::error::BrokerError;
 use crate::lanes::lane_key;
 
 /// The header pgmq's grouped reads group by.
-const GROUP_HEADER: &str = "x-pgmq-group";
+pub(super) const GROUP_HEADER: &str = "x-pgmq-group";
 
 /// What `setup` learned about one topic.
 #[derive(Debug)]
@@ -189,14 +190,14 @@ fn publish_sql(queues: usize) -> String {
     sql
 }
 
-fn read_sql(f: ReadFn) -> &'static str {
+pub(super) fn read_sql(f: ReadFn) -> &'static str {
     match f {
         ReadFn::Head => "SELECT msg_id, read_ct, message::text AS body, headers->>'x-pgmq-group' AS grp FROM pgmq.read_grouped_head($1::text, $2::int, $3::int)",
         ReadFn::Rr => "SELECT msg_id, read_ct, message::text AS body, headers->>'x-pgmq-group' AS grp FROM pgmq.read_grouped_rr($1::text, $2::int, $3::int)",
     }
 }
 
-fn ack_sql(a: AckMode) -> &'static str {
+pub(super) fn ack_sql(a: AckMode) -> &'static str {
     match a {
         AckMode::Delete => "SELECT count(*) FROM pgmq.delete($1::text, $2::bigint[])",
         AckMode::Archive => "SELECT count(*) FROM pgmq.archive($1::text, $2::bigint[])",
@@ -584,6 +585,11 @@ impl PgmqBroker {
                 }
             }
 
+            // One task per read runs the read's key-batches concurrently and reports
+            // each as it finishes (a task per key-batch cost a spawn, and often a
+            // wake-up of the other runtime worker, per message with one row per key).
+            let mut batches: Vec<(Arc<str>, Vec<i64>, KeyBatch)> =
+                Vec::with_capacity(claimed.len());
             for (key, rows) in claimed {
                 let redelivered = rows.iter().filter(|r| r.read_ct > 1).count() as u64;
                 if redelivered > 0 {
@@ -603,17 +609,27 @@ impl PgmqBroker {
                     key: key.clone(),
                     messages,
                 };
-                let handler = s.handler.clone();
-                let done = done.clone();
-                tokio::spawn(async move {
-                    let disposition = handler.handle(batch).await;
-                    let _ = done.send(Done {
-                        key,
-                        ids,
-                        disposition,
-                    });
-                });
+                batches.push((key, ids, batch));
             }
+            let handler = s.handler.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                let handler = &handler;
+                let mut calls: FuturesUnordered<_> = batches
+                    .into_iter()
+                    .map(|(key, ids, batch)| async move {
+                        let disposition = handler.handle(batch).await;
+                        Done {
+                            key,
+                            ids,
+                            disposition,
+                        }
+                    })
+                    .collect();
+                while let Some(d) = calls.next().await {
+                    let _ = done.send(d);
+                }
+            });
         }
     }
 

@@ -8,3 +8,5 @@ pub use options::PgmqOptions;
 mod adapter;
 #[cfg(feature = "pgmq")]
 pub use adapter::PgmqBroker;
+#[cfg(feature = "pgmq")]
+pub mod bare;

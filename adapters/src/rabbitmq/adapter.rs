@@ -182,6 +182,19 @@ struct Inner {
     stats: Stats,
 }
 
+/// What setup built for one group of one topic.
+#[derive(Debug, Clone)]
+pub(super) struct Built {
+    pub idiom: Idiom,
+    /// The topic's exchange (direct for lane queues, fanout for the hash idiom).
+    pub exchange: String,
+    /// Lanes (lane-queues) or queues behind the hash exchange, per group.
+    pub queues_per_group: u64,
+    /// The group's queues.
+    pub queues: Vec<String>,
+    pub consumer_connections: usize,
+}
+
 /// The RabbitMQ broker adapter.
 #[derive(Debug)]
 pub struct RabbitBroker {
@@ -210,6 +223,20 @@ impl RabbitBroker {
                 next_slot: AtomicUsize::new(0),
                 stats: Stats::default(),
             }),
+        })
+    }
+
+    /// What setup built for `group` of `topic` (the bare loop's objects), if it ran.
+    pub(super) fn built(&self, topic: &str, group: &str) -> Option<Built> {
+        let layout = self.inner.layout.read().clone()?;
+        let t = layout.topics.get(topic)?;
+        let queues = t.groups.iter().find(|(g, _)| g == group)?.1.clone();
+        Some(Built {
+            idiom: layout.idiom,
+            exchange: t.exchange.clone(),
+            queues_per_group: layout.queues_per_group,
+            queues,
+            consumer_connections: layout.consumer_connections,
         })
     }
 

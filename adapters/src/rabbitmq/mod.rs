@@ -9,6 +9,8 @@ pub use options::{Idiom, QueueType, RabbitOptions};
 #[cfg(feature = "rabbitmq")]
 mod adapter;
 #[cfg(feature = "rabbitmq")]
+pub mod bare;
+#[cfg(feature = "rabbitmq")]
 mod refusal;
 #[cfg(feature = "rabbitmq")]
 pub use adapter::RabbitBroker;

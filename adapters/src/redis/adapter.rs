@@ -13,12 +13,18 @@
 //! Consume: `readers` tasks per (topic, group); each owns a share of the lanes, so one
 //! lane is read by one consumer only, and reads its free lanes with one
 //! `XREADGROUP … COUNT batch BLOCK … STREAMS <lanes> > …`. A lane with a batch in the
-//! stage is not read again until the batch is settled; a finished batch wakes its
-//! reader out of `BLOCK` (`CLIENT UNBLOCK`). A lane's batch is handed in runs of one
-//! batch key, one at a time; acked runs are `XACK`ed after the handler's ordered
-//! commit. A refused run (and what followed it in the lane) is left pending; the lane
-//! is held until the lease has passed, then `XAUTOCLAIM … <lease> 0-0` takes it back
-//! in ID order, and only when the lane has nothing pending does it read new entries.
+//! stage is not read again until the batch is settled; a batch that finishes while a
+//! read blocks wakes its reader (`CLIENT UNBLOCK`). A lane's batch is handed in runs of
+//! one batch key, one at a time. The acked runs' `XACK`s go out on the reader's own
+//! connection in one pipeline with its next `XREADGROUP`, ahead of it: Redis runs a
+//! connection's commands in order, so the lane is read again only after its entries
+//! are acknowledged, and a read, its acks and the wake-up cost one round trip instead
+//! of an `XACK`, a `CLIENT UNBLOCK` and an empty read each. An ack that fails is sent
+//! again with the next read (the lane is not read meanwhile), four times at most; then
+//! the lane is held for the lease and its entries claimed back (duplicates). A refused
+//! run (and what followed it in the lane) is left pending; the lane is held until the
+//! lease has passed, then `XAUTOCLAIM … <lease> 0-0` takes it back in ID order, and
+//! only when the lane has nothing pending does it read new entries.
 //!
 //! Durability: `CONFIG GET appendonly appendfsync save` at setup. `appendonly yes` with
 //! `appendfsync always` is `fsync`, with `everysec` (or `no`) `default`; a server
@@ -32,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use ::redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
-use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
+use ::redis::{AsyncConnectionConfig, Client, FromRedisValue, RedisError, Value};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
@@ -152,7 +158,7 @@ pub struct RedisBroker {
     server: Mutex<HashMap<(String, String), [u64; 4]>>,
 }
 
-fn classify(e: RedisError) -> BrokerError {
+pub(super) fn classify(e: RedisError) -> BrokerError {
     let text = redact_url_passwords(&e.to_string());
     if e.is_timeout() {
         BrokerError::Timeout(text)
@@ -166,7 +172,7 @@ fn classify(e: RedisError) -> BrokerError {
 }
 
 /// `[A-Za-z0-9_-]` only (a key pattern never sees a glob character).
-fn token(s: &str) -> String {
+pub(super) fn token(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -233,6 +239,8 @@ async fn nap(d: Duration, stop: &CancellationToken) -> bool {
 enum Lane {
     Free,
     Busy,
+    /// Settled, its ack not yet sent: read again in the pipeline that carries the ack.
+    Acking,
     /// Pending entries to claim back from this instant on.
     Held(Instant),
 }
@@ -242,7 +250,22 @@ struct Done {
     slot: usize,
     /// The lane has pending entries left (a refused run, or it was a claimed batch).
     held: Option<Instant>,
+    /// The entry ids of its acked runs, to `XACK` ahead of the reader's next read.
+    acked: Vec<String>,
 }
+
+/// Acked entries of one lane whose `XACK` has not been confirmed yet.
+struct PendingAck {
+    slot: usize,
+    ids: Vec<String>,
+    /// Pipelines that carried it and failed.
+    tries: u32,
+    /// After the ack, the lane is held until then (it was held when settled).
+    held: Option<Instant>,
+}
+
+/// How many pipelines may carry one ack before the lane is given up to the lease.
+const ACK_TRIES: u32 = 4;
 
 struct StreamCtx {
     group: String,
@@ -389,11 +412,11 @@ impl RedisBroker {
         })
     }
 
-    /// Hand one lane batch to the stage in runs of one batch key; XACK what is acked.
+    /// Hand one lane batch to the stage in runs of one batch key, one at a time; the
+    /// acked runs' ids go back to the reader, which `XACK`s them ahead of its next read.
     async fn settle(
         &self,
         s: &StreamCtx,
-        stream: &str,
         slot: usize,
         entries: Vec<StreamId>,
         again: bool,
@@ -410,6 +433,7 @@ impl RedisBroker {
         }
         let total: usize = runs.iter().map(|(_, r)| r.len()).sum();
         let mut handed = 0usize;
+        let mut acked: Vec<String> = Vec::with_capacity(total);
         for (bk, run) in runs {
             let n = run.len();
             if again {
@@ -431,20 +455,7 @@ impl RedisBroker {
             };
             handed += n;
             match disposition {
-                Disposition::Ack => {
-                    let ids: Vec<&str> = run.iter().map(|e| e.id.as_str()).collect();
-                    if self.xack(s, stream, &ids).await {
-                        counters.acked.add(n as u64);
-                        self.stats.acked.add(n as u64);
-                    } else {
-                        // Left pending: claimed back after the lease (a duplicate).
-                        counters.ack_errors.add(n as u64);
-                        return Done {
-                            slot,
-                            held: Some(Instant::now() + self.options.lease),
-                        };
-                    }
-                }
+                Disposition::Ack => acked.extend(run.into_iter().map(|e| e.id)),
                 Disposition::Refuse => {
                     counters.refused.add(n as u64);
                     self.stats.refused.add(n as u64);
@@ -452,6 +463,7 @@ impl RedisBroker {
                     return Done {
                         slot,
                         held: Some(Instant::now() + self.options.lease),
+                        acked,
                     };
                 }
             }
@@ -460,39 +472,36 @@ impl RedisBroker {
             slot,
             // A claimed batch may not have been all the lane had pending: look again.
             held: again.then(Instant::now),
+            acked,
         }
     }
 
-    async fn xack(&self, s: &StreamCtx, stream: &str, ids: &[&str]) -> bool {
-        let Ok(mut m) = self.ready() else {
-            return false;
-        };
-        let mut backoff = Duration::from_millis(50);
-        for attempt in 0..4 {
-            let t = Instant::now();
-            self.stats.ack_calls.inc();
-            let r: Result<u64, RedisError> = ::redis::cmd("XACK")
-                .arg(stream)
-                .arg(&s.group)
-                .arg(ids)
-                .query_async(&mut m)
-                .await;
-            match r {
-                Ok(_) => {
-                    s.counters.ack_calls.inc();
-                    s.counters.ack_micros.add(t.elapsed().as_micros() as u64);
-                    return true;
-                }
-                Err(e) => {
-                    self.stats.error("xack", &classify(e));
-                    if attempt < 3 {
-                        tokio::time::sleep(backoff).await;
-                        backoff *= 2;
-                    }
-                }
-            }
+    /// Count the outcome of one lane's `XACK` carried by a pipeline: `ok`, or failed
+    /// once more. Returns the ack when it is to be carried again.
+    fn acked(
+        &self,
+        s: &StreamCtx,
+        state: &mut [Lane],
+        mut a: PendingAck,
+        ok: bool,
+    ) -> Option<PendingAck> {
+        let n = a.ids.len() as u64;
+        if ok {
+            s.counters.acked.add(n);
+            self.stats.acked.add(n);
+            state[a.slot] = a.held.map_or(Lane::Free, Lane::Held);
+            return None;
         }
-        false
+        a.tries += 1;
+        if a.tries < ACK_TRIES {
+            // Not read again before its ack is through.
+            state[a.slot] = Lane::Busy;
+            return Some(a);
+        }
+        // Left pending: claimed back after the lease (duplicates).
+        s.counters.ack_errors.add(n);
+        state[a.slot] = Lane::Held(Instant::now() + self.options.lease);
+        None
     }
 
     /// A reader connection and its client id (for `CLIENT UNBLOCK`).
@@ -566,11 +575,17 @@ impl RedisBroker {
         }
         let blocking = AtomicBool::new(false);
         let mut work = FuturesUnordered::new();
+        // Acked entries to XACK ahead of the next read.
+        let mut acks: Vec<PendingAck> = Vec::new();
         let mut err_backoff = Duration::from_millis(50);
         let lease_ms = self.options.lease.as_millis() as u64;
         loop {
             if s.stop.is_cancelled() {
                 break;
+            }
+            // Batches the stage has finished since: their acks go with this read.
+            while let Some(Some(d)) = work.next().now_or_never() {
+                settled(&mut state, &mut acks, d);
             }
             // Claim back held lanes whose time has come.
             let now = Instant::now();
@@ -597,7 +612,7 @@ impl RedisBroker {
                     Ok(reply) if !reply.claimed.is_empty() => {
                         self.stats.claimed.add(reply.claimed.len() as u64);
                         state[slot] = Lane::Busy;
-                        work.push(self.settle(s, stream, slot, reply.claimed, true));
+                        work.push(self.settle(s, slot, reply.claimed, true));
                     }
                     Ok(_) => match self.pending(&mut conn, stream, &s.group).await {
                         Ok(0) => state[slot] = Lane::Free,
@@ -610,8 +625,8 @@ impl RedisBroker {
                     }
                 }
             }
-            let free: Vec<usize> = (0..state.len())
-                .filter(|&i| state[i] == Lane::Free)
+            let readable: Vec<usize> = (0..state.len())
+                .filter(|&i| matches!(state[i], Lane::Free | Lane::Acking))
                 .collect();
             let next_held = state
                 .iter()
@@ -620,45 +635,61 @@ impl RedisBroker {
                     _ => None,
                 })
                 .min();
-            if free.is_empty() {
+            if readable.is_empty() && acks.is_empty() {
                 let until = next_held.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
                 tokio::select! {
                     _ = s.stop.cancelled() => break,
                     Some(d) = work.next(), if !work.is_empty() => {
-                        apply(&mut state, d);
+                        settled(&mut state, &mut acks, d);
                         // Every batch already settled frees its lane for the same read.
                         while let Some(Some(d)) = work.next().now_or_never() {
-                            apply(&mut state, d);
+                            settled(&mut state, &mut acks, d);
                         }
                     }
                     _ = tokio::time::sleep_until(until.into()) => {}
                 }
                 continue;
             }
-            let mut block = self.options.block;
-            if let Some(at) = next_held {
-                block = block.min(at.saturating_duration_since(Instant::now()));
+            // One pipeline: the acks first, then the read of every readable lane.
+            let mut pipe = ::redis::pipe();
+            pipe.ignore_errors();
+            for a in &acks {
+                pipe.cmd("XACK")
+                    .arg(&t.streams[owned[a.slot]])
+                    .arg(&s.group)
+                    .arg(&a.ids);
             }
-            let block_ms = (block.as_millis() as u64).max(1);
-            let mut cmd = ::redis::cmd("XREADGROUP");
-            cmd.arg("GROUP")
-                .arg(&s.group)
-                .arg(&consumer)
-                .arg("COUNT")
-                .arg(s.batch)
-                .arg("BLOCK")
-                .arg(block_ms)
-                .arg("STREAMS");
-            for &slot in &free {
-                cmd.arg(&t.streams[owned[slot]]);
+            let read = !readable.is_empty();
+            if read {
+                let mut block = self.options.block;
+                if let Some(at) = next_held {
+                    block = block.min(at.saturating_duration_since(Instant::now()));
+                }
+                let block_ms = (block.as_millis() as u64).max(1);
+                let cmd = pipe
+                    .cmd("XREADGROUP")
+                    .arg("GROUP")
+                    .arg(&s.group)
+                    .arg(&consumer)
+                    .arg("COUNT")
+                    .arg(s.batch)
+                    .arg("BLOCK")
+                    .arg(block_ms)
+                    .arg("STREAMS");
+                for &slot in &readable {
+                    cmd.arg(&t.streams[owned[slot]]);
+                }
+                for _ in &readable {
+                    cmd.arg(">");
+                }
+                blocking.store(true, Ordering::Release);
             }
-            for _ in &free {
-                cmd.arg(">");
-            }
-            blocking.store(true, Ordering::Release);
+            self.stats.ack_calls.add(acks.len() as u64);
+            // Batches settled while this pipeline is out: their acks go with the next.
+            let mut acks_later: Vec<PendingAck> = Vec::new();
             let r = {
-                let read = cmd.query_async::<Option<StreamReadReply>>(&mut conn);
-                tokio::pin!(read);
+                let call = pipe.query_async::<Vec<Value>>(&mut conn);
+                tokio::pin!(call);
                 // A freed lane wakes the read (CLIENT UNBLOCK) beside it, never in its
                 // way: dropped with the read once it has answered.
                 let mut wakes = FuturesUnordered::new();
@@ -667,10 +698,10 @@ impl RedisBroker {
                     // CLIENT UNBLOCK can wake it.
                     tokio::select! {
                         biased;
-                        r = &mut read => break Some(r),
+                        r = &mut call => break Some(r),
                         Some(d) = work.next(), if !work.is_empty() => {
-                            apply(&mut state, d);
-                            if wakes.is_empty() {
+                            settled(&mut state, &mut acks_later, d);
+                            if read && wakes.is_empty() {
                                 wakes.push(self.unblock(&blocking, id));
                             }
                         }
@@ -681,28 +712,24 @@ impl RedisBroker {
             };
             blocking.store(false, Ordering::Release);
             let Some(r) = r else { break };
-            self.stats.reads.inc();
-            match r {
-                Ok(Some(reply)) if !reply.keys.is_empty() => {
-                    err_backoff = Duration::from_millis(50);
-                    for k in reply.keys {
-                        if k.ids.is_empty() {
-                            continue;
-                        }
-                        let Some(&slot) = slot_of.get(k.key.as_str()) else {
-                            continue;
-                        };
-                        self.stats.entries_read.add(k.ids.len() as u64);
-                        state[slot] = Lane::Busy;
-                        let stream = &t.streams[owned[slot]];
-                        work.push(self.settle(s, stream, slot, k.ids, false));
-                    }
-                }
-                Ok(_) => {
-                    self.stats.empty_reads.inc();
-                }
+            // The acks this pipeline carried: confirmed, or carried again.
+            let carried = std::mem::take(&mut acks);
+            let mut replies = match r {
+                Ok(v) => v.into_iter(),
                 Err(e) => {
                     let e = classify(e);
+                    for a in carried {
+                        self.stats.error("xack", &e);
+                        acks.extend(self.acked(s, &mut state, a, false));
+                    }
+                    acks.append(&mut acks_later);
+                    if !read {
+                        if nap(err_backoff, &s.stop).await {
+                            break;
+                        }
+                        err_backoff = (err_backoff * 2).min(Duration::from_secs(2));
+                        continue;
+                    }
                     s.counters.receive_errors.inc();
                     self.stats.error("xreadgroup", &e);
                     if nap(err_backoff, &s.stop).await {
@@ -718,12 +745,87 @@ impl RedisBroker {
                         conn = c;
                         id = i;
                     }
+                    continue;
+                }
+            };
+            for a in carried {
+                let ok = !matches!(replies.next(), Some(Value::ServerError(_)) | None);
+                if !ok {
+                    self.stats
+                        .error("xack", &BrokerError::Refused("XACK".into()));
+                }
+                acks.extend(self.acked(s, &mut state, a, ok));
+            }
+            acks.append(&mut acks_later);
+            if !read {
+                continue;
+            }
+            self.stats.reads.inc();
+            let reply = match replies.next() {
+                Some(Value::ServerError(e)) => Err(classify(RedisError::from(e))),
+                Some(v) => Option::<StreamReadReply>::from_redis_value(v)
+                    .map_err(|e| BrokerError::Other(format!("XREADGROUP reply: {e}"))),
+                None => Err(BrokerError::Other("no reply to XREADGROUP".into())),
+            };
+            match reply {
+                Ok(Some(reply)) if !reply.keys.is_empty() => {
+                    err_backoff = Duration::from_millis(50);
+                    for k in reply.keys {
+                        if k.ids.is_empty() {
+                            continue;
+                        }
+                        let Some(&slot) = slot_of.get(k.key.as_str()) else {
+                            continue;
+                        };
+                        self.stats.entries_read.add(k.ids.len() as u64);
+                        state[slot] = Lane::Busy;
+                        work.push(self.settle(s, slot, k.ids, false));
+                    }
+                }
+                Ok(_) => {
+                    self.stats.empty_reads.inc();
+                }
+                Err(e) => {
+                    s.counters.receive_errors.inc();
+                    self.stats.error("xreadgroup", &e);
+                    if nap(err_backoff, &s.stop).await {
+                        break;
+                    }
+                    err_backoff = (err_backoff * 2).min(Duration::from_secs(2));
                 }
             }
         }
-        // Batches in the stage are finished (acked or left pending) before returning.
+        // Batches in the stage are finished, and their acks sent, before returning.
         while let Some(d) = work.next().await {
-            apply(&mut state, d);
+            settled(&mut state, &mut acks, d);
+        }
+        while !acks.is_empty() {
+            let mut pipe = ::redis::pipe();
+            pipe.ignore_errors();
+            for a in &acks {
+                pipe.cmd("XACK")
+                    .arg(&t.streams[owned[a.slot]])
+                    .arg(&s.group)
+                    .arg(&a.ids);
+            }
+            self.stats.ack_calls.add(acks.len() as u64);
+            let r = pipe.query_async::<Vec<Value>>(&mut conn).await;
+            let carried = std::mem::take(&mut acks);
+            let mut replies = r.ok().map(Vec::into_iter);
+            for a in carried {
+                let ok = match replies.as_mut().and_then(Iterator::next) {
+                    Some(v) => !matches!(v, Value::ServerError(_)),
+                    None => false,
+                };
+                if !ok {
+                    self.stats
+                        .error("xack", &BrokerError::Refused("XACK".into()));
+                }
+                acks.extend(self.acked(s, &mut state, a, ok));
+            }
+            if !acks.is_empty() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
     }
 
@@ -767,11 +869,24 @@ impl RedisBroker {
     }
 }
 
-fn apply(state: &mut [Lane], d: Done) {
-    state[d.slot] = match d.held {
-        Some(at) => Lane::Held(at),
-        None => Lane::Free,
+/// A lane batch the stage has finished: its lane is free again, or held, or waits
+/// for its ack (readable in the pipeline that carries the ack, unless held).
+fn settled(state: &mut [Lane], acks: &mut Vec<PendingAck>, d: Done) {
+    if d.acked.is_empty() {
+        state[d.slot] = d.held.map_or(Lane::Free, Lane::Held);
+        return;
+    }
+    state[d.slot] = if d.held.is_some() {
+        Lane::Busy
+    } else {
+        Lane::Acking
     };
+    acks.push(PendingAck {
+        slot: d.slot,
+        ids: d.acked,
+        tries: 0,
+        held: d.held,
+    });
 }
 
 #[async_trait]

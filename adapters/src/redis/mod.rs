@@ -8,4 +8,6 @@ pub use options::RedisOptions;
 #[cfg(feature = "redis")]
 mod adapter;
 #[cfg(feature = "redis")]
+pub mod bare;
+#[cfg(feature = "redis")]
 pub use adapter::{server_tier, RedisBroker};

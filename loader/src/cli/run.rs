@@ -100,7 +100,8 @@ pub fn execute(req: &RunRequest) -> anyhow::Result<RunDone> {
     Ok(done)
 }
 
-fn runtime(threads: u64, timing: Timing) -> anyhow::Result<tokio::runtime::Runtime> {
+/// The runtime a cell runs in: `threads` workers (0 = one per core), or virtual time.
+pub fn runtime(threads: u64, timing: Timing) -> anyhow::Result<tokio::runtime::Runtime> {
     let rt = match timing {
         Timing::Real => {
             let threads = match threads {

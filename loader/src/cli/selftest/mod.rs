@@ -1,0 +1,85 @@
+//! `crossbench selftest`: measurements of crossbench itself, not of a system.
+//!
+//! `selftest floor` is the floor of control-dense's work without crossbench: what a
+//! bare tokio program, built like the cells (this binary: the same allocator, the same
+//! tokio, a runtime of the same two workers), costs per message when it does only
+//! what every delivery of the cell must do. At `--rate` messages/s (control-dense's
+//! 72 000 deliveries/s) for `--secs`, a ticker task releases `rate/1000` messages
+//! every millisecond; each message is one spawned task that sleeps its simulated work
+//! (uniform 10–30 ms, one tokio timer), then records one HdrHistogram value and
+//! appends one `<key>,<seq>` line to a buffered file, both under a mutex. No broker,
+//! no pacer thread, no checker, no sampling. It prints the process's CPU time per
+//! message, to set beside a cell's `loader.cpu_us_per_delivery`
+//! (docs/performance.md).
+//!
+//! `selftest verify` times the checker as a user meets it: it writes a clean cell of
+//! the reference's 12 stream logs (`checker::synth`, `--lines` lines over `--props`
+//! properties, in the reference's `produced.meta` format by default), then runs this
+//! binary's `crossbench verify <cell>` `--runs` times as a child process, so every
+//! figure counts the process's start, the file reads and the verdict, and prints the
+//! lines per second of each run with their median, beside `verify_dir` called in
+//! this process on the same files (what the checker's own bench measures).
+//!
+//! `selftest tax` is the harness tax of one adapter: [`tax`].
+
+pub mod floor;
+pub mod tax;
+pub mod verify;
+
+use clap::{Args, Subcommand};
+
+use crate::cli::exit::Exit;
+
+#[derive(Debug, Args)]
+pub struct SelftestArgs {
+    #[command(subcommand)]
+    pub what: Selftest,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Selftest {
+    /// The floor of control-dense's work in a bare tokio program: CPU µs per message.
+    Floor {
+        /// Messages per second.
+        #[arg(long, default_value_t = 72_000)]
+        rate: u64,
+        /// How long to run, in seconds.
+        #[arg(long, default_value_t = 20)]
+        secs: u64,
+    },
+    /// `crossbench verify` of a synthetic clean cell, as a child process: lines/s.
+    Verify {
+        /// Lines over the 12 logs.
+        #[arg(long, default_value_t = 24_000_000)]
+        lines: u64,
+        /// Properties (keys), interleaved round-robin in every log.
+        #[arg(long, default_value_t = 1000)]
+        props: u64,
+        /// Timed runs of each kind.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where the cell is written (a fresh directory under it, removed at the end).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// The crossbench v1 `produced.meta` instead of the reference's.
+        #[arg(long)]
+        crossbench_meta: bool,
+    },
+    /// The harness tax of one adapter: loader CPU µs per delivery of a crossbench
+    /// cell against the system's bare client loop, same broker, rate and shape.
+    Tax(tax::TaxArgs),
+}
+
+pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
+    match a.what {
+        Selftest::Floor { rate, secs } => floor::floor(rate, secs),
+        Selftest::Verify {
+            lines,
+            props,
+            runs,
+            dir,
+            crossbench_meta,
+        } => verify::verify(lines, props, runs, dir, crossbench_meta),
+        Selftest::Tax(a) => tax::tax(a),
+    }
+}

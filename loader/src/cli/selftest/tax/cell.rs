@@ -1,0 +1,99 @@
+//! The crossbench side of the tax: the shape's stream cell, run by the same code as
+//! `crossbench run` (`workload::run_cell` in a runtime built like `run`'s): pacer
+//! thread, push workers, the adapter's publish and consume, one sink per group
+//! (decode every stamp, log `<partition>,<seq>`, e2e histograms), the 1 Hz sampler,
+//! the per-second reporter, then the drain, the checker and the record. Its figure is
+//! the record's own: `loader.cpu_us_per_delivery`, the process's CPU over the rated
+//! window ÷ the deliveries made while it ran.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::figures::{Side, SideRun};
+use super::shape::Shape;
+use crate::cell::RunOptions;
+use crate::pacing::pacer::Timing;
+
+/// Run the cell once, its record in `out` (created here; must not exist or be empty).
+pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, String)> {
+    crate::cli::run::prepare_out(out)?;
+    let s = shape.scenario();
+    let rt = crate::cli::run::runtime(s.threads, Timing::Real)?;
+    let opts = RunOptions {
+        argv: std::env::args().collect(),
+        scenario_path: "selftest-tax.yaml".into(),
+        out: out.to_path_buf(),
+        quiet: true,
+        sampler_url: None,
+        timing: Timing::Real,
+        interrupt_drain: crate::cell::INTERRUPT_DRAIN,
+    };
+    let report = rt.block_on(crate::workload::run_cell(
+        &shape.loaded,
+        &opts,
+        &[],
+        &CancellationToken::new(),
+    ));
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let report = report.context("running the crossbench cell")?;
+    let path = report.dir.join("result.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let r: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let f = |p: &str| {
+        r.pointer(p)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    let u = |p: &str| {
+        r.pointer(p)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    let cpu_us = f("/loader/cpu_us_per_delivery");
+    let cores = f("/loader/cpu_cores_mean");
+    let window = f("/time/rated_sec");
+    let cpu = cores * window;
+    let deliveries = if cpu_us > 0.0 {
+        (cpu * 1e6 / cpu_us).round() as u64
+    } else {
+        0
+    };
+    let pass = report.outcome == crate::cell::Outcome::Pass;
+    // A VOID cell passed the checker (a FAIL takes precedence), but its loader was
+    // the limit: delivered everything, did not keep the rate.
+    let complete = pass || report.outcome == crate::cell::Outcome::Void;
+    let held = pass && report.load.as_ref().is_some_and(|l| l.held);
+    let variant = r
+        .pointer("/variant")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Ok((
+        SideRun {
+            side: Side::Crossbench,
+            run: index,
+            cpu_seconds: cpu,
+            window_sec: window,
+            deliveries_in_window: deliveries,
+            cpu_us_per_delivery: cpu_us,
+            cpu_cores: cores,
+            published: u("/flows/S/published"),
+            consumed: u("/groups/0/popped"),
+            acked: u("/groups/0/acked"),
+            errors: u("/errors/push") + u("/errors/pop") + u("/errors/ack"),
+            complete,
+            held,
+            outcome: if pass && !held {
+                "NOT-HELD".into()
+            } else {
+                report.outcome.name().to_string()
+            },
+        },
+        variant,
+    ))
+}

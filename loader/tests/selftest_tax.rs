@@ -1,0 +1,88 @@
+//! `crossbench selftest tax` (docs/performance.md, "The harness tax per adapter"),
+//! run briefly against Redis (127.0.0.1:6379, scripts/provision/redis.sh): its JSON
+//! is well-formed, one run of each side ran, and each side delivered everything it
+//! published. A correctness check of the command, never a timing: the CPU figures
+//! must only be present and positive.
+//!
+//! SKIPs when Redis is not reachable and `CI` is not set (then it fails).
+
+mod support;
+
+use serde_json::Value;
+use support::binary;
+
+#[cfg(feature = "redis")]
+#[test]
+fn the_tax_runs_both_sides_and_both_deliver_everything() {
+    if !support::reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh") {
+        return;
+    }
+    let _one = support::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("tax.json");
+    let out = binary()
+        .args([
+            "selftest", "tax", "--system", "redis", "--rate", "500", "--secs", "2", "--runs", "1",
+        ])
+        // A debug build on a loaded machine may not hold its rate or its schedule:
+        // that is a speed, and the test is about correctness.
+        .args(["--set", "warmup=1s", "--set", "void.loader_cpu_max=1"])
+        .args(["--set", "void.schedule_lag_p99_max=10s"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code();
+    // 0 PASS, or 8 when a side did not keep the rate; never 3 (something lost).
+    assert!(
+        matches!(code, Some(0) | Some(8)),
+        "exit {code:?}\n{stdout}\n{stderr}"
+    );
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(t["system"], "redis");
+    assert_eq!(t["rate_msgs_per_sec"], 500);
+    assert_eq!(t["complete"], true, "{t:#}");
+    let runs = t["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{t:#}");
+    for side in ["bare", "crossbench"] {
+        let r = runs.iter().find(|r| r["side"] == side).unwrap();
+        let published = r["published"].as_u64().unwrap();
+        // 1 s of warm-up and 2 s of window at 500 msg/s, at the least.
+        assert!(published >= 1000, "{side}: {r}");
+        assert!(r["consumed"].as_u64().unwrap() >= published, "{side}: {r}");
+        assert_eq!(r["acked"].as_u64(), Some(published), "{side}: {r}");
+        assert_eq!(r["complete"], true, "{side}: {r}");
+        assert!(
+            r["deliveries_in_window"].as_u64().unwrap() > 0,
+            "{side}: {r}"
+        );
+        assert!(
+            r["cpu_us_per_delivery"].as_f64().unwrap() > 0.0,
+            "{side}: {r}"
+        );
+        assert!(
+            stdout.contains(&format!("run 1 {side}")),
+            "{side} line in:\n{stdout}"
+        );
+    }
+    assert!(t["bare"]["median"].as_f64().unwrap() > 0.0);
+    assert!(t["crossbench"]["median"].as_f64().unwrap() > 0.0);
+    let tax = t["tax"].as_f64().unwrap();
+    assert!(tax.is_finite() && tax > 0.0, "{tax}");
+    assert!(stdout.contains("harness tax"), "{stdout}");
+}
+
+#[test]
+fn the_control_broker_has_no_bare_loop() {
+    let out = binary()
+        .args([
+            "selftest", "tax", "--system", "mem", "--secs", "1", "--runs", "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "bad input");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("control broker"), "{stderr}");
+}
