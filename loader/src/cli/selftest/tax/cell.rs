@@ -30,6 +30,7 @@ pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, 
         sampler_url: None,
         timing: Timing::Real,
         interrupt_drain: crate::cell::INTERRUPT_DRAIN,
+        fleet: None,
     };
     let report = rt.block_on(crate::workload::run_cell(
         &shape.loaded,

@@ -91,6 +91,7 @@ impl Shape {
                 durability: scenario.durability,
                 dedup_window_sec: scenario.dedup_window_sec,
                 reset: true,
+                sharing: adapters::Sharing::ALONE,
             },
             batch: st.consume.pop_batch as usize,
             lanes: st.consume_lanes() as usize,
