@@ -74,6 +74,17 @@ impl Sharing {
 }
 
 impl Topology {
+    /// Physical lanes for an adapter with one physical stream per lane: the
+    /// topology's lanes, at least 1, at most its keys and (when not 0) `max_lanes`.
+    pub fn physical_lanes(&self, max_lanes: u64) -> u64 {
+        let l = self.lanes.clamp(1, self.keys.max(1));
+        if max_lanes > 0 {
+            l.min(max_lanes)
+        } else {
+            l
+        }
+    }
+
     /// Number of (topic, group) consumer streams.
     pub fn stream_count(&self) -> usize {
         self.topics.iter().map(|t| t.groups.len()).sum()

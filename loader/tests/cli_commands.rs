@@ -21,15 +21,6 @@ impl Drop for Reap {
     }
 }
 
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn http_get(addr: &str, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -43,7 +34,7 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 /// `--sampler` against it: the cell's record holds the remote rows.
 #[test]
 fn sample_serves_a_run_with_sampler() {
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", support::free_port());
     let mut child = binary()
         .args(["sample", "--listen", &addr, "--target", "init=pid:1"])
         .stdout(Stdio::null())

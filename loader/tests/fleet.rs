@@ -17,15 +17,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{reachable, result, u};
 
-/// A free port on loopback for a rendezvous.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The relaxed VOID rule and a short cell, for every loader.
 const SHORT: [&str; 6] = [
     "duration=8s",
@@ -152,7 +143,7 @@ fn f(v: &Value, path: &str) -> f64 {
 
 /// Run a cell of two loaders and merge it: the loaders' records and the merged one.
 fn two_loaders(scn: &str, sets: &[&str], tmp: &Path) -> (Vec<Value>, Value, PathBuf, String) {
-    let port = free_port();
+    let port = support::free_port();
     let dirs: Vec<PathBuf> = (0..2).map(|j| tmp.join(format!("loader-{j}"))).collect();
     let kids: Vec<Child> = (0..2)
         .map(|j| loader(scn, j, 2, port, sets, &dirs[j as usize]))
@@ -437,7 +428,7 @@ fn a_loader_failing_at_setup_ends_the_cell_for_both_and_both_records_say_why() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = support::free_port();
     let dirs: Vec<PathBuf> = (0..2)
         .map(|j| tmp.path().join(format!("loader-{j}")))
         .collect();
@@ -487,7 +478,7 @@ fn a_silent_loader_ends_the_cell_within_the_silence_limit() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = support::free_port();
     let dir0 = tmp.path().join("loader-0");
     let t0 = Instant::now();
     let k0 = loader(

@@ -273,16 +273,6 @@ impl NatsBroker {
             .ok_or_else(|| BrokerError::UnknownTopic(name.to_string()))
     }
 
-    /// Physical lanes for a topology: its lanes, at most its keys and `max_lanes`.
-    fn physical_lanes(&self, t: &Topology) -> u64 {
-        let keys = t.keys.max(1);
-        let mut l = t.lanes.clamp(1, keys);
-        if self.options.max_lanes > 0 {
-            l = l.min(self.options.max_lanes);
-        }
-        l
-    }
-
     /// What a delivery's batch key is: the key's logical lane as the topology names it
     /// (the key itself when every key has its own lane).
     fn batch_key(&self, key: &str) -> String {
@@ -577,7 +567,7 @@ impl Broker for NatsBroker {
         let (client, js) = self.connect().await?;
         let version = client.server_info().version;
         let keys = topology.keys.max(1);
-        let lanes = self.physical_lanes(topology);
+        let lanes = topology.physical_lanes(self.options.max_lanes);
         let max_ack_pending = if o.max_ack_pending > 0 {
             o.max_ack_pending
         } else {

@@ -43,11 +43,7 @@ impl NatsBare {
         let adapter = NatsBroker::new(o.clone())?;
         adapter.setup(&plan.topology).await?;
         adapter.close().await?;
-        let keys = plan.topology.keys.max(1);
-        let mut lanes = plan.topology.lanes.clamp(1, keys);
-        if o.max_lanes > 0 {
-            lanes = lanes.min(o.max_lanes);
-        }
+        let lanes = plan.topology.physical_lanes(o.max_lanes);
         let client = async_nats::ConnectOptions::new()
             .name("crossbench-bare")
             .connection_timeout(Duration::from_secs(5))

@@ -155,6 +155,24 @@ fn classify(e: sqlx::Error) -> (BrokerError, bool) {
     }
 }
 
+/// The connection options of `o.dsn`, named `application` on the server and with the
+/// statement timeout set; a DSN that does not parse is a config error (redacted).
+pub(crate) fn connect_options(
+    o: &PgmqOptions,
+    application: &str,
+) -> Result<PgConnectOptions, BrokerError> {
+    Ok(PgConnectOptions::from_str(&o.dsn)
+        .map_err(|e| BrokerError::Config {
+            field: "pgmq.dsn".into(),
+            message: redact_dsn(&e.to_string()),
+        })?
+        .application_name(application)
+        .options([(
+            "statement_timeout",
+            format!("{}", o.statement_timeout.as_millis()),
+        )]))
+}
+
 /// A pgmq queue name for (topic, group): lower case, `[a-z0-9_]` only.
 pub fn queue_name(topic: &str, group: &str) -> String {
     format!("{topic}_{group}")
@@ -224,10 +242,7 @@ impl PgmqBroker {
     pub fn new(options: PgmqOptions) -> Result<Self, BrokerError> {
         crate::options::Section::validate(&options)?;
         // Parse the DSN now so a malformed one fails before anything runs.
-        PgConnectOptions::from_str(&options.dsn).map_err(|e| BrokerError::Config {
-            field: "pgmq.dsn".into(),
-            message: redact_dsn(&e.to_string()),
-        })?;
+        connect_options(&options, "crossbench-pgmq")?;
         Ok(PgmqBroker {
             options,
             pool: OnceLock::new(),
@@ -262,16 +277,7 @@ impl PgmqBroker {
         if let Some(p) = self.pool.get() {
             return Ok(p);
         }
-        let opts = PgConnectOptions::from_str(&self.options.dsn)
-            .map_err(|e| BrokerError::Config {
-                field: "pgmq.dsn".into(),
-                message: redact_dsn(&e.to_string()),
-            })?
-            .application_name("crossbench-pgmq")
-            .options([(
-                "statement_timeout",
-                format!("{}", self.options.statement_timeout.as_millis()),
-            )]);
+        let opts = connect_options(&self.options, "crossbench-pgmq")?;
         let wanted = if self.options.pool_size > 0 {
             self.options.pool_size
         } else {

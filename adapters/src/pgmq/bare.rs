@@ -6,12 +6,11 @@
 //! adapter's backoff. The pool is built as the adapter builds its own (same size, no
 //! ping per acquire).
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
@@ -45,16 +44,7 @@ impl PgmqBare {
         let adapter = PgmqBroker::new(o.clone())?;
         adapter.setup(&plan.topology).await?;
         adapter.close().await?;
-        let opts = PgConnectOptions::from_str(&o.dsn)
-            .map_err(|e| BrokerError::Config {
-                field: "pgmq.dsn".into(),
-                message: redact_dsn(&e.to_string()),
-            })?
-            .application_name("crossbench-bare")
-            .options([(
-                "statement_timeout",
-                format!("{}", o.statement_timeout.as_millis()),
-            )]);
+        let opts = super::adapter::connect_options(o, "crossbench-bare")?;
         let size = if o.pool_size > 0 {
             o.pool_size
         } else {

@@ -264,6 +264,24 @@ struct PendingAck {
     held: Option<Instant>,
 }
 
+/// A pipeline (errors kept per command) holding one XACK per pending ack, in order.
+fn ack_pipe(
+    acks: &[PendingAck],
+    streams: &[String],
+    owned: &[usize],
+    group: &str,
+) -> ::redis::Pipeline {
+    let mut pipe = ::redis::pipe();
+    pipe.ignore_errors();
+    for a in acks {
+        pipe.cmd("XACK")
+            .arg(&streams[owned[a.slot]])
+            .arg(group)
+            .arg(&a.ids);
+    }
+    pipe
+}
+
 /// How many pipelines may carry one ack before the lane is given up to the lease.
 const ACK_TRIES: u32 = 4;
 
@@ -356,15 +374,6 @@ impl RedisBroker {
             .get(name)
             .cloned()
             .ok_or_else(|| BrokerError::UnknownTopic(name.to_string()))
-    }
-
-    fn physical_lanes(&self, t: &Topology) -> u64 {
-        let keys = t.keys.max(1);
-        let mut l = t.lanes.clamp(1, keys);
-        if self.options.max_lanes > 0 {
-            l = l.min(self.options.max_lanes);
-        }
-        l
     }
 
     fn batch_key(&self, key: &str) -> String {
@@ -651,14 +660,7 @@ impl RedisBroker {
                 continue;
             }
             // One pipeline: the acks first, then the read of every readable lane.
-            let mut pipe = ::redis::pipe();
-            pipe.ignore_errors();
-            for a in &acks {
-                pipe.cmd("XACK")
-                    .arg(&t.streams[owned[a.slot]])
-                    .arg(&s.group)
-                    .arg(&a.ids);
-            }
+            let mut pipe = ack_pipe(&acks, &t.streams, &owned, &s.group);
             let read = !readable.is_empty();
             if read {
                 let mut block = self.options.block;
@@ -800,14 +802,7 @@ impl RedisBroker {
             settled(&mut state, &mut acks, d);
         }
         while !acks.is_empty() {
-            let mut pipe = ::redis::pipe();
-            pipe.ignore_errors();
-            for a in &acks {
-                pipe.cmd("XACK")
-                    .arg(&t.streams[owned[a.slot]])
-                    .arg(&s.group)
-                    .arg(&a.ids);
-            }
+            let pipe = ack_pipe(&acks, &t.streams, &owned, &s.group);
             self.stats.ack_calls.add(acks.len() as u64);
             let r = pipe.query_async::<Vec<Value>>(&mut conn).await;
             let carried = std::mem::take(&mut acks);
@@ -919,7 +914,7 @@ impl Broker for RedisBroker {
             .trim()
             .to_string();
         let keys = topology.keys.max(1);
-        let lanes = self.physical_lanes(topology);
+        let lanes = topology.physical_lanes(self.options.max_lanes);
         let mut states = HashMap::new();
         for t in &topology.topics {
             let tok = token(&t.name);

@@ -40,11 +40,7 @@ impl RedisBare {
         let adapter = RedisBroker::new(o.clone())?;
         adapter.setup(&plan.topology).await?;
         adapter.close().await?;
-        let keys = plan.topology.keys.max(1);
-        let mut lanes = plan.topology.lanes.clamp(1, keys);
-        if o.max_lanes > 0 {
-            lanes = lanes.min(o.max_lanes);
-        }
+        let lanes = plan.topology.physical_lanes(o.max_lanes);
         let client = Client::open(o.url.as_str()).map_err(|e| BrokerError::Config {
             field: "redis.url".into(),
             message: redact_url_passwords(&e.to_string()),

@@ -9,36 +9,17 @@ use anyhow::Context;
 
 /// Hold the run lock until the returned file is dropped; say so when waiting.
 pub fn acquire(quiet: bool) -> anyhow::Result<std::fs::File> {
-    let path = path();
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening the run lock {}", path.display()))?;
-    match f.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            if !quiet {
-                eprintln!(
-                    "waiting for another crossbench run to finish (lock {}): two runs at once would contaminate each other's figures",
-                    path.display()
-                );
-            }
-            f.lock()
-                .with_context(|| format!("waiting for the run lock {}", path.display()))?;
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("locking {}", path.display()));
-        }
-    }
-    Ok(f)
+    take(quiet, false)
 }
 
 /// Hold the run lock shared until the returned file is dropped: the loaders of one
 /// cell of several on one machine run together, and any other run waits for them
 /// (as they wait for it).
 pub fn acquire_shared(quiet: bool) -> anyhow::Result<std::fs::File> {
+    take(quiet, true)
+}
+
+fn take(quiet: bool, shared: bool) -> anyhow::Result<std::fs::File> {
     let path = path();
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -46,7 +27,12 @@ pub fn acquire_shared(quiet: bool) -> anyhow::Result<std::fs::File> {
         .write(true)
         .open(&path)
         .with_context(|| format!("opening the run lock {}", path.display()))?;
-    match f.try_lock_shared() {
+    let tried = if shared {
+        f.try_lock_shared()
+    } else {
+        f.try_lock()
+    };
+    match tried {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             if !quiet {
@@ -55,8 +41,8 @@ pub fn acquire_shared(quiet: bool) -> anyhow::Result<std::fs::File> {
                     path.display()
                 );
             }
-            f.lock_shared()
-                .with_context(|| format!("waiting for the run lock {}", path.display()))?;
+            let waited = if shared { f.lock_shared() } else { f.lock() };
+            waited.with_context(|| format!("waiting for the run lock {}", path.display()))?;
         }
         Err(std::fs::TryLockError::Error(e)) => {
             return Err(e).with_context(|| format!("locking {}", path.display()));

@@ -7,11 +7,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use base64::Engine;
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
 use crate::measure::histograms::HlogWriter;
@@ -27,6 +24,8 @@ pub enum HlogError {
     },
     #[error("{}: {message}", path.display())]
     Bad { path: PathBuf, message: String },
+    #[error(transparent)]
+    Read(#[from] report::ReportError),
 }
 
 impl HlogError {
@@ -38,15 +37,8 @@ impl HlogError {
     }
 }
 
-/// One interval of a log.
-#[derive(Debug, Clone)]
-pub struct Interval {
-    pub tag: String,
-    /// Absolute start.
-    pub start: SystemTime,
-    pub length: Duration,
-    pub hist: Histogram<u64>,
-}
+/// One interval of a log (read by the report's reader, which the HTML report uses too).
+pub use report::latency_log::Interval;
 
 /// The histogram parameters that must agree for two histograms to add.
 pub fn params(h: &Histogram<u64>) -> (u64, u64, u8) {
@@ -55,46 +47,7 @@ pub fn params(h: &Histogram<u64>) -> (u64, u64, u8) {
 
 /// Every interval of `path`, with absolute start times.
 pub fn read_intervals(path: &Path) -> Result<Vec<Interval>, HlogError> {
-    let bytes = std::fs::read(path).map_err(|e| HlogError::io(path, e))?;
-    let bad = |message: String| HlogError::Bad {
-        path: path.to_path_buf(),
-        message,
-    };
-    let mut base = Duration::ZERO;
-    let mut de = Deserializer::new();
-    let mut out = Vec::new();
-    for entry in IntervalLogIterator::new(&bytes) {
-        let entry = entry.map_err(|e| bad(format!("unreadable interval log ({e:?})")))?;
-        match entry {
-            LogEntry::BaseTime(b) => base = b,
-            LogEntry::StartTime(s) => {
-                if base.is_zero() {
-                    base = s;
-                }
-            }
-            LogEntry::Interval(h) => {
-                let at = base
-                    .checked_add(h.start_timestamp())
-                    .ok_or_else(|| bad("an interval starts out of range".into()))?;
-                let raw = base64::engine::general_purpose::STANDARD
-                    .decode(h.encoded_histogram())
-                    .map_err(|e| bad(format!("bad base64 in an interval: {e}")))?;
-                let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    de.deserialize(&mut std::io::Cursor::new(raw))
-                }))
-                .map_err(|_| bad("bad histogram in an interval".into()))?;
-                let hist: Histogram<u64> =
-                    decoded.map_err(|e| bad(format!("bad histogram in an interval: {e:?}")))?;
-                out.push(Interval {
-                    tag: h.tag().map(|t| t.as_str().to_string()).unwrap_or_default(),
-                    start: UNIX_EPOCH + at,
-                    length: h.duration(),
-                    hist,
-                });
-            }
-        }
-    }
-    Ok(out)
+    Ok(report::latency_log::intervals(path)?)
 }
 
 /// Add the loaders' logs of one kind (`logs[j]` is loader `j`'s) into `out`: the
@@ -165,6 +118,7 @@ pub fn merge_logs(
 mod tests {
     use super::*;
     use crate::measure::histograms::new_hist;
+    use std::time::UNIX_EPOCH;
 
     fn log(path: &Path, start: SystemTime, entries: &[(&str, u64, &[u64])]) {
         let mut w = HlogWriter::create(path, start, "t").unwrap();

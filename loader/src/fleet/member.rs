@@ -73,6 +73,19 @@ impl std::fmt::Debug for Member {
 }
 
 impl Member {
+    /// A beat of this loader's status as it stands, without a frontier.
+    fn beat_now(&self) -> Beat {
+        let st = self.status.lock();
+        Beat {
+            loader: self.index(),
+            stage: st.stage,
+            processed: st.processed,
+            moved: st.moved,
+            producers_done: st.producers_done,
+            frontier: None,
+        }
+    }
+
     /// Serve the rendezvous (loader 0), join it, and start beating. An error is a
     /// loader that never got into the cell: the caller records why.
     pub async fn start(spec: FleetSpec, digest: String) -> Result<Arc<Member>, Abandon> {
@@ -317,20 +330,8 @@ async fn beat_loop(m: Arc<Member>, addr: String, tx: watch::Sender<Option<View>>
     let mut unanswered_since: Option<Instant> = None;
     let silence = m.spec.silence();
     loop {
-        let (mut beat, src) = {
-            let st = m.status.lock();
-            (
-                Beat {
-                    loader: m.index(),
-                    stage: st.stage,
-                    processed: st.processed,
-                    moved: st.moved,
-                    producers_done: st.producers_done,
-                    frontier: None,
-                },
-                st.frontier.clone(),
-            )
-        };
+        let mut beat = m.beat_now();
+        let src = m.status.lock().frontier.clone();
         if let Some(src) = &src {
             beat.frontier = Some(frontier_delta(&mut tracker, src.as_ref()));
         }
@@ -400,17 +401,7 @@ async fn beat_loop(m: Arc<Member>, addr: String, tx: watch::Sender<Option<View>>
         tokio::select! {
             _ = m.stop_beats.cancelled() => {
                 // The last word: this loader's final stage.
-                let last = {
-                    let st = m.status.lock();
-                    Beat {
-                        loader: m.index(),
-                        stage: st.stage,
-                        processed: st.processed,
-                        moved: st.moved,
-                        producers_done: st.producers_done,
-                        frontier: None,
-                    }
-                };
+                let last = m.beat_now();
                 let body = serde_json::to_vec(&last).expect("serialisable");
                 let _ = http::call(&addr, "POST", "/beat", &body, IO).await;
                 break;

@@ -14,6 +14,15 @@ mod services;
 pub mod victims;
 pub use services::{absent, queen_url, reachable, skipped, unavailable};
 
+/// A port on loopback nothing listens on right now (a rendezvous's, say).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// One cell at a time within a test binary: the cells share the servers and 2 cores.
 pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
