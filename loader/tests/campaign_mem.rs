@@ -276,3 +276,122 @@ fn capped_search(low: u64, high: u64, tmp: &std::path::Path) -> CeilingRequest {
     req.timing = Timing::Virtual;
     req
 }
+
+/// A ceiling campaign of two arms on the control broker capped at 6000 deliveries/s
+/// (1000–1010 ev/s), the second arm searched over `b_between`.
+fn ceiling_campaign_file(dir: &Path, b_between: [u64; 2]) -> PathBuf {
+    let p = dir.join("ceiling.yaml");
+    let smoke = support::scenario("smoke.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "campaign: c\nceiling:\n  between: [200, 4000]\n  repeats: 2\n  served: 0.99\n  resolution: 1.1\nset:\n  mem.max_deliveries_per_sec: 6000\n  duration: 3s\n  warmup: 1s\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: a\n    scenario: {s}\n  - name: b\n    scenario: {s}\n    between: [{}, {}]\n",
+            b_between[0],
+            b_between[1],
+            s = smoke.display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn rerun_searches_one_arm_of_a_ceiling_campaign_again_and_leaves_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Arm b's first range is all below the capacity: "at least 800", unconfirmed above.
+    let file = ceiling_campaign_file(tmp.path(), [200, 800]);
+    let out = tmp.path().join("out");
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.timing = Timing::Virtual;
+    let first = campaign::execute(&req).expect("the ceiling campaign runs");
+    assert_eq!(first.ran, 2);
+    let read = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
+            .unwrap()
+    };
+    let rec = read();
+    assert_eq!(rec["arms"][1]["held"], 800, "{rec:#}");
+    assert!(rec["arms"][1]["not_held"].is_null(), "{rec:#}");
+    let a_stamp = || {
+        std::fs::metadata(out.join("a").join("ceiling.json"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let a_before = a_stamp();
+    let a_record = rec["arms"][0].clone();
+
+    // An arm the campaign lacks: bad input, nothing touched.
+    let mut bad = req.clone();
+    bad.resume = true;
+    bad.rerun = vec!["nope".into()];
+    let e = campaign::execute(&bad).unwrap_err();
+    assert_eq!(Exit::of_error(&e), Exit::BadInput, "{e:#}");
+    assert!(format!("{e:#}").contains("a, b"), "names the arms: {e:#}");
+    // Without --resume it would start a campaign over the old one: refused as well.
+    let mut bad = req.clone();
+    bad.rerun = vec!["b".into()];
+    let e = campaign::execute(&bad).unwrap_err();
+    assert_eq!(Exit::of_error(&e), Exit::BadInput, "{e:#}");
+    assert_eq!(read(), rec, "nothing was written by the refused requests");
+
+    // The file widens arm b's range; --rerun b searches b again over it.
+    ceiling_campaign_file(tmp.path(), [200, 4000]);
+    let mut again = req.clone();
+    again.resume = true;
+    again.rerun = vec!["b".into()];
+    let done = campaign::execute(&again).expect("the rerun runs");
+    assert_eq!(done.ran, 1, "only arm b is searched again");
+    let rec = read();
+    assert_eq!(rec["arms"][0], a_record, "arm a's record is untouched");
+    assert_eq!(a_stamp(), a_before, "arm a's search is untouched");
+    let b = &rec["arms"][1];
+    assert_eq!(b["between"], serde_json::json!([200, 4000]), "{b:#}");
+    let (lo, hi) = (b["held"].as_u64().unwrap(), b["not_held"].as_u64().unwrap());
+    assert!(lo <= 1010 && hi >= 1000, "[{lo}, {hi}]: {b:#}");
+    assert!(
+        b["started_utc"].is_string() && b["ended_utc"].is_string(),
+        "{b:#}"
+    );
+    assert_eq!(rec["status"], "complete");
+}
+
+#[test]
+fn rerun_runs_one_arm_of_a_matrix_campaign_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), "1s", 2, MATRIX);
+    let out = tmp.path().join("out");
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.timing = Timing::Virtual;
+    assert_eq!(campaign::execute(&req).unwrap().ran, 8);
+    let rec = CampaignRecord::read(&out).unwrap();
+    let arm = rec.arms[2].id.clone();
+    let stamps = |rec: &CampaignRecord| -> Vec<(String, std::time::SystemTime)> {
+        rec.cells
+            .iter()
+            .map(|c| {
+                let t = std::fs::metadata(out.join(&c.dir).join("result.json"))
+                    .unwrap()
+                    .modified()
+                    .unwrap();
+                (c.arm.clone(), t)
+            })
+            .collect()
+    };
+    let before = stamps(&rec);
+    req.resume = true;
+    req.rerun = vec![arm.clone()];
+    let done = campaign::execute(&req).unwrap();
+    assert_eq!(done.ran, 2, "the arm's two repeats, nothing else");
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.status, "complete");
+    for ((a, t0), (_, t1)) in before.iter().zip(stamps(&rec)) {
+        if *a == arm {
+            assert!(t1 > *t0, "{a}: run again");
+        } else {
+            assert_eq!(*t0, t1, "{a}: left alone");
+        }
+    }
+}

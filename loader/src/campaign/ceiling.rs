@@ -436,6 +436,12 @@ pub struct CampaignArm {
     pub bound: Option<String>,
     pub text: Option<String>,
     pub error: Option<String>,
+    /// When this arm's search started and ended (absent in records written before
+    /// these fields: such an arm was searched between the campaign's own times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_utc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_utc: Option<String>,
 }
 
 /// `ceiling-campaign.json`: one search per arm.
@@ -512,8 +518,35 @@ pub fn run_campaign(
         let p = dir.join("ceiling-campaign.json");
         let text = std::fs::read_to_string(&p)
             .map_err(|e| BadInput(format!("--resume {}: {e}", p.display())))?;
-        serde_json::from_str::<CampaignRecord>(&text)
-            .map_err(|e| BadInput(format!("--resume {}: {e}", p.display())))?
+        let mut r = serde_json::from_str::<CampaignRecord>(&text)
+            .map_err(|e| BadInput(format!("--resume {}: {e}", p.display())))?;
+        let same = r.arms.len() == arms.len()
+            && r.arms.iter().zip(arms).all(|(e, a)| e.id == a.id)
+            && r.repeats == spec.repeats
+            && r.served_min == spec.served
+            && r.p99_max == spec.p99_max
+            && r.resolution == spec.resolution;
+        if !same {
+            return Err(BadInput(format!(
+                "--resume {}: the campaign file now has other arms, repeats or bounds than the campaign recorded there; resume with the file as it was, or start a new --out",
+                dir.display()
+            ))
+            .into());
+        }
+        // An arm run again is searched anew, over the range the file gives it now.
+        for (e, a) in r.arms.iter_mut().zip(arms) {
+            if req.rerun.contains(&a.id) {
+                e.between = range(a);
+                e.held = None;
+                e.not_held = None;
+                e.bound = None;
+                e.text = None;
+                e.error = None;
+                e.started_utc = None;
+                e.ended_utc = None;
+            }
+        }
+        r
     } else {
         crate::cli::run::prepare_out(dir)?;
         CampaignRecord {
@@ -543,6 +576,8 @@ pub fn run_campaign(
                     bound: None,
                     text: None,
                     error: None,
+                    started_utc: None,
+                    ended_utc: None,
                 })
                 .collect(),
         }
@@ -579,8 +614,11 @@ pub fn run_campaign(
             ..CeilingRequest::new(a.scenario.clone(), lo, hi)
         };
         ran += 1;
+        rec.arms[i].started_utc = Some(utc(SystemTime::now()));
+        let result = execute(&r);
         let e = &mut rec.arms[i];
-        match execute(&r) {
+        e.ended_utc = Some(utc(SystemTime::now()));
+        match result {
             Ok((_, _, c)) => {
                 e.held = c.ceiling.held;
                 e.not_held = c.ceiling.not_held;

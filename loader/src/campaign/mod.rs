@@ -39,6 +39,8 @@ pub struct CampaignRequest {
     pub out: Option<PathBuf>,
     /// Run only what `out` is missing.
     pub resume: bool,
+    /// With `resume`: these arms (by id) run again, whatever their record says.
+    pub rerun: Vec<String>,
     /// List the cells and an estimated duration; run nothing.
     pub dry_run: bool,
     /// No per-cell lines (the progress bar, on a terminal, stays).
@@ -53,6 +55,7 @@ impl CampaignRequest {
             file: file.into(),
             out: None,
             resume: false,
+            rerun: Vec::new(),
             dry_run: false,
             quiet: true,
             timing: Timing::Real,
@@ -91,6 +94,7 @@ fn cell_id(arm: &Arm, repeat: u32) -> String {
 pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     let file = file::CampaignFile::load(&req.file)?;
     let arms = arms::expand(&file, &req.file)?;
+    check_rerun(req, &arms)?;
     for a in &arms {
         if let Some(l) = &a.loaded {
             let s = &l.scenario;
@@ -253,6 +257,39 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     })
 }
 
+/// `--rerun` names arms of this campaign, each one that runs here, and comes with
+/// `--resume`: anything else is bad input, before anything runs.
+fn check_rerun(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
+    if req.rerun.is_empty() {
+        return Ok(());
+    }
+    if !req.resume {
+        return Err(BadInput(
+            "--rerun runs arms of a campaign already made again: give it with --resume and the campaign's --out".into(),
+        ));
+    }
+    for id in &req.rerun {
+        match arms.iter().find(|a| &a.id == id) {
+            None => {
+                let known: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+                return Err(BadInput(format!(
+                    "--rerun {id}: campaign {} has no such arm; its arms are {}",
+                    req.file.display(),
+                    known.join(", ")
+                )));
+            }
+            Some(a) => {
+                if let Some(why) = &a.not_run {
+                    return Err(BadInput(format!(
+                        "--rerun {id}: this arm does not run here ({why})"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A cell's record is complete (result.json with an outcome, invocation.txt with
 /// it too) and its logs still give the verdict it recorded.
 pub fn complete_and_verified(dir: &Path) -> bool {
@@ -298,6 +335,7 @@ async fn run_cells(
             let c = &rec.cells[i];
             match c.status {
                 CellStatus::NotRun => false,
+                _ if req.rerun.contains(&c.arm) => true,
                 CellStatus::Done => !complete_and_verified(&dir.join(&c.dir)),
                 _ => true,
             }

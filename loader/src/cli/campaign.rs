@@ -21,6 +21,10 @@ pub struct CampaignArgs {
     /// Run only the cells whose record in --out is missing or incomplete.
     #[arg(long, requires = "out")]
     pub resume: bool,
+    /// With --resume: run this arm again (by its id, repeatable), whatever its record
+    /// says; the other arms' records are left as they are.
+    #[arg(long, value_name = "ARM", requires = "resume")]
+    pub rerun: Vec<String>,
     /// List the cells in order, with an estimated duration; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -34,6 +38,7 @@ pub fn campaign(a: CampaignArgs) -> anyhow::Result<Exit> {
         file: a.file,
         out: a.out,
         resume: a.resume,
+        rerun: a.rerun,
         dry_run: a.dry_run,
         quiet: a.quiet,
         timing: Timing::Real,
