@@ -21,6 +21,7 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::holders::Holders;
 use super::member::{self, MemberSpec};
 use super::options::KafkaOptions;
 use super::producer;
@@ -244,6 +245,7 @@ impl KafkaBroker {
                 "per-partition dispatch with pause/resume back-pressure (librdkafka gives the queues, the adapter the scheduling)".into(),
                 "partial acknowledgement: commit below the first refused record, seek back, skip the accepted records on replay".into(),
                 "revocation waits for the partition's set in progress and commits its processed offset, so the next owner starts after that commit".into(),
+                "a partition assigned to one member while another member of its group still holds it is counted (kafka_assignment_overlaps): a coordinator that answers each JoinGroup at once (tansu 0.6) hands a partition to two members, and records the first handled may be handled again".into(),
                 "member recovery (a failed consumer instance is rebuilt)".into(),
             ],
             notes,
@@ -301,6 +303,7 @@ impl Broker for KafkaBroker {
         }
         let n = self.opts.members;
         let start = Arc::new(tokio::sync::Barrier::new(n));
+        let holders = Arc::new(Holders::default());
         let topic: Arc<str> = Arc::from(topic);
         let mut tasks = JoinSet::new();
         for index in 0..n {
@@ -314,6 +317,7 @@ impl Broker for KafkaBroker {
                 stats: self.stats.clone(),
                 batch: options.batch,
                 start: start.clone(),
+                holders: holders.clone(),
             };
             tasks.spawn(member::run(spec, stop.clone()));
         }
@@ -361,6 +365,7 @@ mod tests {
     fn snapshot_keys_are_unchanged() {
         let always = [
             "kafka_acked",
+            "kafka_assignment_overlaps",
             "kafka_client_errors",
             "kafka_commit_request_errors",
             "kafka_committed_partitions",

@@ -7,7 +7,9 @@
 //! hands the queue to the member task. On revocation it waits until the partition's
 //! task has finished its current set, then commits the revoked partitions' processed
 //! offsets (see [`super::commit`]) before it returns, so the next owner starts after
-//! the last commit and a key never runs in two members at once. Between rebalances a
+//! the last commit and a key never runs in two members at once, provided the
+//! coordinator hands a partition on only after its holder rejoined (Kafka's does;
+//! where one does not, [`super::holders`] counts the overlap). Between rebalances a
 //! commit loop commits the processed offsets of all partitions that advanced, in one
 //! call, every `commit_interval`.
 //!
@@ -30,6 +32,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::commit::Committer;
+use super::holders::Holders;
 use super::options::KafkaOptions;
 use super::partition::{self, PartitionCtl, PartitionJob};
 use super::stats::Stats;
@@ -61,6 +64,9 @@ pub(super) struct MemberCtx {
     stats: Arc<Stats>,
     committer: Arc<Committer>,
     fatal: AtomicBool,
+    /// Who holds each partition in this member's group, and this member's index.
+    holders: Arc<Holders>,
+    index: usize,
 }
 
 impl MemberCtx {
@@ -99,6 +105,10 @@ impl MemberCtx {
         } else {
             wait()
         };
+        // Released once its set is finished and its offset committed.
+        for p in &revoked {
+            self.holders.release(*p, self.index);
+        }
         if !ok {
             self.stats.revoke_wait_timeouts.inc();
         }
@@ -114,6 +124,9 @@ impl MemberCtx {
                 self.stats.error_class("split_partition_queue");
                 continue;
             };
+            if !self.holders.assign(p, self.index) {
+                self.stats.assignment_overlaps.inc();
+            }
             let ctl = PartitionCtl::new(&self.stop);
             if let Some(old) = self.parts.lock().insert(p, ctl.clone()) {
                 old.revoke();
@@ -177,6 +190,8 @@ pub(super) struct MemberSpec {
     pub batch: usize,
     /// All members of the stage subscribe together (first start only).
     pub start: Arc<tokio::sync::Barrier>,
+    /// Who holds each partition of the group (shared by the stage's members).
+    pub holders: Arc<Holders>,
 }
 
 impl std::fmt::Debug for MemberSpec {
@@ -254,6 +269,8 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
         stats: spec.stats.clone(),
         committer: committer.clone(),
         fatal: AtomicBool::new(false),
+        holders: spec.holders.clone(),
+        index: spec.index,
     };
     let client_id = format!("crossbench-{}-{}", spec.group_id, spec.index);
     let cfg = consumer_config(&spec.opts, &spec.group_id, &client_id);
@@ -351,6 +368,7 @@ async fn run_instance(spec: &MemberSpec, stop: &CancellationToken, skip_barrier:
         drop(consumer);
     })
     .await;
+    spec.holders.release_all(spec.index);
 }
 
 /// Commit the processed offsets of every partition that advanced, one call per

@@ -6,7 +6,8 @@
 //! delete, wait by metadata), `producer` (keyed idempotent publish), `member` (one
 //! consumer-group member: rebalances, partition queues, recovery), `partition` (the
 //! per-partition dispatch: ordered key-batches, pause/resume, replay), `commit` (the
-//! member's coalesced offset commits),
+//! member's coalesced offset commits), `holders` (which member of a group holds each
+//! partition: overlaps a coordinator allows are counted),
 //! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
 #[cfg(feature = "kafka")]
@@ -20,6 +21,8 @@ mod adapter;
 pub mod bare;
 #[cfg(feature = "kafka")]
 mod commit;
+#[cfg(feature = "kafka")]
+mod holders;
 #[cfg(feature = "kafka")]
 mod member;
 #[cfg(feature = "kafka")]

@@ -29,6 +29,9 @@ pub(super) struct Stats {
     pub partitions_revoked: Counter,
     pub revoke_waits: Counter,
     pub revoke_wait_timeouts: Counter,
+    /// Partitions assigned to a member while another member of the group still held
+    /// them ([`super::holders`]).
+    pub assignment_overlaps: Counter,
     pub stray_records: Counter,
     pub unkeyed_records: Counter,
     pub member_starts: Counter,
