@@ -164,9 +164,12 @@ impl CampaignView {
     }
 }
 
-/// `172.0 [165.1, 181.2]`, or `—`.
+/// `172.0 [165.1, 181.2]`, `172.0 (one repeat: no interval)`, or `—`.
 pub fn with_ci(i: Option<Interval>, fmt: impl Fn(Option<f64>) -> String) -> String {
     match i {
+        // One observation has no interval; printing [x, x] would claim a certainty
+        // that one repeat cannot give.
+        Some(i) if i.n < 2 => format!("{} (one repeat: no interval)", fmt(Some(i.estimate))),
         Some(i) => format!(
             "{} [{}, {}]",
             fmt(Some(i.estimate)),
@@ -234,4 +237,25 @@ pub fn table(c: &CampaignView) -> Table {
         rows,
     });
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_repeat_is_given_no_interval() {
+        let f = |x: Option<f64>| ms(x);
+        let one = median_ci(&[37_487.0], CI_LEVEL, 1000, CI_SEED);
+        assert_eq!(one.map(|i| i.n), Some(1));
+        let text = with_ci(one, f);
+        assert!(text.contains("one repeat: no interval"), "{text}");
+        assert!(!text.contains('['), "{text}");
+        let three = with_ci(median_ci(&[1.0, 2.0, 3.0], CI_LEVEL, 1000, CI_SEED), f);
+        assert!(
+            three.contains('[') && !three.contains("no interval"),
+            "{three}"
+        );
+        assert_eq!(with_ci(None, f), "—");
+    }
 }

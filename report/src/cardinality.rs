@@ -99,6 +99,7 @@ pub fn coefficient_intervals(
             low: q(0.025),
             high: q(0.975),
             level: 0.95,
+            n: all.len(),
         }
     };
     Some([ci(0), ci(1), ci(2)])

@@ -102,20 +102,44 @@ pub fn compare_one(
 
 /// `crossbench compare --doc <file> --campaign <dir>`: docs/reproducing.md from a
 /// reproduce campaign (arms named by published id).
+///
+/// `pairs` (`ID=CELL_DIR`) give earlier single runs of cells the campaign did not run
+/// here; a pair for a cell the campaign ran is refused (its repeats stand for it).
 pub fn doc_campaign(
     published_dir: &Path,
     campaign: &Path,
+    pairs: &[String],
     out: &Path,
 ) -> Result<String, ReportError> {
     let all = published::load_dir(published_dir)?;
     let v = crate::campaign::CampaignView::load(campaign)?;
-    let command = format!(
+    let singles = parse_pairs(&all, published_dir, pairs)?;
+    for id in singles.keys() {
+        if let Some(a) = v
+            .arm(id)
+            .filter(|a| a.not_run.is_none() && !a.cells.is_empty())
+        {
+            return Err(ReportError::BadPattern {
+                pattern: format!("{id}=…"),
+                message: format!(
+                    "campaign {} ran {id} ({} repeats): its figures stand for the cell; drop this --pair",
+                    v.name,
+                    a.cells.len()
+                ),
+            });
+        }
+    }
+    let mut command = format!(
         "crossbench compare --published-dir {} --doc {} --campaign {}",
         published_dir.display(),
         out.display(),
         campaign.display()
     );
-    let text = reproducing::render_campaign(&all, &v, &command);
+    for pair in pairs {
+        command.push_str(" \\\n  --pair ");
+        command.push_str(pair);
+    }
+    let text = reproducing::render_campaign(&all, &v, &singles, &command);
     std::fs::write(out, &text).map_err(|e| ReportError::io(out, e))?;
     Ok(format!(
         "wrote {} from campaign {}\n",
@@ -140,9 +164,12 @@ pub fn list(published_dir: &Path) -> Result<String, ReportError> {
     Ok(s)
 }
 
-/// `crossbench compare --doc <file> --pair ID=DIR …`: write docs/reproducing.md.
-pub fn doc(published_dir: &Path, pairs: &[String], out: &Path) -> Result<String, ReportError> {
-    let all = published::load_dir(published_dir)?;
+/// `--pair ID=CELL_DIR` arguments: each a published id and the cell that reproduces it.
+fn parse_pairs(
+    all: &[published::PublishedCell],
+    published_dir: &Path,
+    pairs: &[String],
+) -> Result<BTreeMap<String, CellRecord>, ReportError> {
     let mut map = BTreeMap::new();
     for pair in pairs {
         let Some((id, dir)) = pair.split_once('=') else {
@@ -161,6 +188,13 @@ pub fn doc(published_dir: &Path, pairs: &[String], out: &Path) -> Result<String,
         }
         map.insert(id.to_string(), CellRecord::load(Path::new(dir))?);
     }
+    Ok(map)
+}
+
+/// `crossbench compare --doc <file> --pair ID=DIR …`: write docs/reproducing.md.
+pub fn doc(published_dir: &Path, pairs: &[String], out: &Path) -> Result<String, ReportError> {
+    let all = published::load_dir(published_dir)?;
+    let map = parse_pairs(&all, published_dir, pairs)?;
     let mut command = format!(
         "crossbench compare --published-dir {} --doc {}",
         published_dir.display(),

@@ -441,6 +441,7 @@ pub fn compare_arm(p: &PublishedCell, arm: &crate::campaign::ArmView) -> Compari
     for fig in figures(p, stream) {
         let i = arm.median(fig.read);
         let inside = match (fig.published, i) {
+            (Some(_), Some(i)) if i.n < 2 => "— (one repeat)".to_string(),
             (Some(pv), Some(i)) if i.contains(pv) => "inside".to_string(),
             (Some(pv), Some(i)) if pv < i.low => "below".to_string(),
             (Some(_), Some(_)) => "above".to_string(),

@@ -365,6 +365,7 @@ mod tests {
             low,
             high,
             level: 0.95,
+            n: 5,
         }
     }
 

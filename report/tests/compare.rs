@@ -139,3 +139,104 @@ fn a_stream_cell_is_compared_on_its_own_figures() {
     let cmd = p.reproduce.command().unwrap();
     assert!(cmd.contains("--set 'stream.ladder=[]'"), "{cmd}");
 }
+
+#[test]
+fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign_did_not_run() {
+    use report::campaign::{ArmView, CampaignView};
+    use report::stats::Outcomes;
+    let tmp = tempfile::tempdir().unwrap();
+    let arm_cell = write(
+        tmp.path(),
+        &Spec {
+            name: "MX-pgmq-sparse-r1",
+            ..Spec::default()
+        },
+    );
+    let single = write(
+        tmp.path(),
+        &Spec {
+            name: "queen-sparse-earlier",
+            system: "queen",
+            p50: 3000.0,
+            p99: 9000.0,
+            ..Spec::default()
+        },
+    );
+    let mut pass = Outcomes::default();
+    pass.add("PASS");
+    let arm = |id: &str, not_run: Option<&str>, cells: Vec<CellRecord>, o: Outcomes| ArmView {
+        id: id.into(),
+        system: String::new(),
+        point: Default::default(),
+        not_run: not_run.map(str::to_string),
+        outcomes: o,
+        cells,
+    };
+    let v = CampaignView {
+        dir: tmp.path().into(),
+        name: "seed000-reproduce".into(),
+        description: String::new(),
+        status: "complete".into(),
+        repeats: 3,
+        seed: 1,
+        arms: vec![
+            arm(
+                "MX-pgmq-sparse",
+                None,
+                vec![CellRecord::load(&arm_cell).unwrap()],
+                pass,
+            ),
+            arm(
+                "MX-queen-sparse",
+                Some("not run: CROSSBENCH_QUEEN_URL is not set"),
+                Vec::new(),
+                Outcomes::default(),
+            ),
+        ],
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
+    let all = published::load_dir(&dir).unwrap();
+    let mut singles = std::collections::BTreeMap::new();
+    singles.insert(
+        "MX-queen-sparse".to_string(),
+        CellRecord::load(&single).unwrap(),
+    );
+    let page = report::reproducing::render_campaign(&all, &v, &singles, "crossbench compare x");
+    assert!(
+        page.contains("1 run here by the campaign, 1 more shown by one earlier run each."),
+        "{page}"
+    );
+    // In the summary, marked as one run, beside the campaign's arm.
+    let row = page
+        .lines()
+        .find(|l| l.starts_with("| `MX-queen-sparse` |"))
+        .expect("a summary row for the single run");
+    assert!(row.contains("| 1 (one earlier run, "), "{row}");
+    assert!(row.contains("/ 3000"), "{row}");
+    // In its section: why the campaign did not run it, then the run, said to be one.
+    let section = page
+        .split("### `MX-queen-sparse`")
+        .nth(1)
+        .unwrap()
+        .split("\n### ")
+        .next()
+        .unwrap();
+    assert!(
+        section
+            .contains("- campaign `seed000-reproduce`: not run: CROSSBENCH_QUEEN_URL is not set"),
+        "{section}"
+    );
+    assert!(
+        section.contains("one earlier run (an anecdote: no repeats, no interval)"),
+        "{section}"
+    );
+    assert!(
+        section.contains("vs queen-sparse-earlier (measured)"),
+        "{section}"
+    );
+    // Without singles, the cell is "not run" and no single-run wording appears.
+    let bare =
+        report::reproducing::render_campaign(&all, &v, &Default::default(), "crossbench compare x");
+    assert!(!bare.contains("one earlier run"), "{bare}");
+    assert!(bare.contains("- result: not run: CROSSBENCH_QUEEN_URL is not set"));
+}

@@ -58,13 +58,10 @@ pub struct CompareArgs {
     /// Write the reproducing page (every published cell, its command, and the pairs) to this file.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cell", "published"])]
     doc: Option<PathBuf>,
-    /// With --doc: a published id and the cell that reproduces it, ID=CELL_DIR (repeatable).
-    #[arg(
-        long = "pair",
-        value_name = "ID=CELL_DIR",
-        requires = "doc",
-        conflicts_with = "campaign"
-    )]
+    /// With --doc: a published id and the cell that reproduces it, ID=CELL_DIR
+    /// (repeatable). With --campaign: an earlier single run of a cell the campaign did
+    /// not run here, shown as one run.
+    #[arg(long = "pair", value_name = "ID=CELL_DIR", requires = "doc")]
     pairs: Vec<String>,
     /// With --doc: a reproduce campaign whose arms are named by published id; the page
     /// gives medians with intervals.
@@ -133,7 +130,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<crate::cli::exit::Exit> {
     let text = if a.list {
         commands::list(&a.published_dir).context("listing the published cells")?
     } else if let (Some(doc), Some(campaign)) = (&a.doc, &a.campaign) {
-        commands::doc_campaign(&a.published_dir, campaign, doc)
+        commands::doc_campaign(&a.published_dir, campaign, &a.pairs, doc)
             .context("writing the reproducing page")?
     } else if let Some(doc) = &a.doc {
         commands::doc(&a.published_dir, &a.pairs, doc).context("writing the reproducing page")?

@@ -18,6 +18,9 @@ pub struct Interval {
     pub high: f64,
     /// The confidence level (0.95).
     pub level: f64,
+    /// Observations behind it (for a ratio, the smaller arm's). Below 2 there is no
+    /// interval to speak of: every resample is the one observation.
+    pub n: usize,
 }
 
 impl Interval {
@@ -59,7 +62,7 @@ fn resampled_median(xs: &[f64], rng: &mut Rng, scratch: &mut Vec<f64>) -> f64 {
     median_in_place(scratch)
 }
 
-fn percentile_interval(estimate: f64, mut stats: Vec<f64>, level: f64) -> Interval {
+fn percentile_interval(estimate: f64, mut stats: Vec<f64>, level: f64, n: usize) -> Interval {
     stats.sort_unstable_by(|a, b| a.total_cmp(b));
     let tail = (1.0 - level) / 2.0;
     Interval {
@@ -67,6 +70,7 @@ fn percentile_interval(estimate: f64, mut stats: Vec<f64>, level: f64) -> Interv
         low: quantile_sorted(&stats, tail),
         high: quantile_sorted(&stats, 1.0 - tail),
         level,
+        n,
     }
 }
 
@@ -79,7 +83,7 @@ pub fn median_ci(xs: &[f64], level: f64, resamples: usize, seed: u64) -> Option<
     let stats: Vec<f64> = (0..resamples.max(1))
         .map(|_| resampled_median(xs, &mut rng, &mut scratch))
         .collect();
-    Some(percentile_interval(m, stats, level))
+    Some(percentile_interval(m, stats, level, xs.len()))
 }
 
 /// The ratio median(`a`) ÷ median(`b`) and its percentile-bootstrap interval: each
@@ -101,7 +105,12 @@ pub fn ratio_ci(a: &[f64], b: &[f64], level: f64, resamples: usize, seed: u64) -
     if stats.is_empty() {
         return None;
     }
-    Some(percentile_interval(ma / mb, stats, level))
+    Some(percentile_interval(
+        ma / mb,
+        stats,
+        level,
+        a.len().min(b.len()),
+    ))
 }
 
 #[cfg(test)]
