@@ -64,6 +64,14 @@ cargo test --workspace --all-features --no-fail-fast 2>&1 | tee target/test-outp
 # Summarise for CI logs, whose middle may be cut: the reason of every failed test is
 # repeated here, at the end, a few lines each.
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
+# Where the time went: the slowest test binaries (libtest's "finished in" per binary),
+# so a CI log shows what to trim when the command nears its 30-minute budget.
+step "the slowest test binaries"
+awk '
+  /^ *Running / { name = $0; sub(/^ *Running /, "", name) }
+  /^ *Doc-tests / { name = "doc-tests " $2 }
+  /^test result: / { t = $NF; sub(/s$/, "", t); printf "%8.1f s  %s\n", t, name }
+' target/test-output.txt | sort -rn | head -12
 if [ "$status" -ne 0 ]; then
   step "failed tests, first lines of each"
   awk '
