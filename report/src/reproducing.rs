@@ -53,20 +53,7 @@ and each cell says how), and, where a run was made, what came out beside what wa
             .filter(|p| pairs.contains_key(&p.id))
         {
             let c = &pairs[&p.id];
-            let a = c.headline_e2e();
-            let _ = writeln!(
-                s,
-                "| `{}` | `{}` | {} / {} | {} / {} | {} / {} | {} |",
-                p.id,
-                c.name(),
-                ms(p.figures.p50_ms),
-                ms(Some(a.p50_ms)),
-                ms(p.figures.p99_ms),
-                ms(Some(a.p99_ms)),
-                p.figures.verdict,
-                c.result.outcome,
-                pct(Some(c.result.throughput.served_fraction)),
-            );
+            summary_row(&mut s, p, c, &format!("`{}`", c.name()));
         }
         let _ = writeln!(s, "\nLatencies are flow A's for the channel-manager cells, as the published tables, and every delivery's for stream cells. Every row is a scaled reproduction: see each cell below for what was scaled.\n");
     }
@@ -111,6 +98,23 @@ and each cell says how), and, where a run was made, what came out beside what wa
         }
     }
     s
+}
+
+/// A summary row for one measured cell; `second` fills the second column.
+fn summary_row(s: &mut String, p: &PublishedCell, c: &CellRecord, second: &str) {
+    let a = c.headline_e2e();
+    let _ = writeln!(
+        s,
+        "| `{}` | {second} | {} / {} | {} / {} | {} / {} | {} |",
+        p.id,
+        ms(p.figures.p50_ms),
+        ms(Some(a.p50_ms)),
+        ms(p.figures.p99_ms),
+        ms(Some(a.p99_ms)),
+        p.figures.verdict,
+        c.result.outcome,
+        pct(Some(c.result.throughput.served_fraction)),
+    );
 }
 
 /// The measured line and the comparison of one measured cell; `note` follows the
@@ -263,20 +267,8 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
         }
         for p in &single {
             let c = &singles[&p.id];
-            let a = c.headline_e2e();
-            let _ = writeln!(
-                s,
-                "| `{}` | 1 (one earlier run, {}) | {} / {} | {} / {} | {} / {} | {} |",
-                p.id,
-                day(&c.result.time.started_utc),
-                ms(p.figures.p50_ms),
-                ms(Some(a.p50_ms)),
-                ms(p.figures.p99_ms),
-                ms(Some(a.p99_ms)),
-                p.figures.verdict,
-                c.result.outcome,
-                pct(Some(c.result.throughput.served_fraction)),
-            );
+            let runs = format!("1 (one earlier run, {})", day(&c.result.time.started_utc));
+            summary_row(&mut s, p, c, &runs);
         }
         let _ = writeln!(s, "\nLatencies are flow A's for the channel-manager cells, as the published tables, and every delivery's for stream cells. Every row is a scaled reproduction: see each cell below for what was scaled.\n");
     }

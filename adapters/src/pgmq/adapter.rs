@@ -173,6 +173,18 @@ pub(crate) fn connect_options(
         )]))
 }
 
+/// A pool of at most `size` connections, opened as needed, waiting at most 10 s for
+/// one. A ping per acquire would double the round trips: broken connections are
+/// dropped on the error instead (close_on_drop).
+pub(crate) fn lazy_pool(size: u32, opts: PgConnectOptions) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(size)
+        .min_connections(0)
+        .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(false)
+        .connect_lazy_with(opts)
+}
+
 /// A pgmq queue name for (topic, group): lower case, `[a-z0-9_]` only.
 pub fn queue_name(topic: &str, group: &str) -> String {
     format!("{topic}_{group}")
@@ -323,14 +335,7 @@ impl PgmqBroker {
                 )))
             }
         };
-        let pool = PgPoolOptions::new()
-            .max_connections(size)
-            .min_connections(0)
-            .acquire_timeout(Duration::from_secs(10))
-            // A ping per acquire would double the round trips; broken connections are
-            // dropped on the error instead (close_on_drop).
-            .test_before_acquire(false)
-            .connect_lazy_with(opts);
+        let pool = lazy_pool(size, opts);
         let _ = self.pool_size.set(size);
         let _ = self.pool.set(pool);
         Ok(self.pool.get().expect("just set"))

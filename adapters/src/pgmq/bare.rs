@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
@@ -50,12 +49,7 @@ impl PgmqBare {
         } else {
             (o.readers as u32 + 16).min(90)
         };
-        let pool = PgPoolOptions::new()
-            .max_connections(size)
-            .min_connections(0)
-            .acquire_timeout(Duration::from_secs(10))
-            .test_before_acquire(false)
-            .connect_lazy_with(opts);
+        let pool = super::adapter::lazy_pool(size, opts);
         let keys = plan.topology.keys.max(1);
         Ok(PgmqBare {
             queue: super::adapter::queue_name(topic, group),
