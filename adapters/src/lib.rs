@@ -11,6 +11,7 @@ pub mod counter;
 pub mod duration_text;
 pub mod error;
 pub mod lanes;
+pub mod nap;
 pub mod options;
 pub mod redact;
 pub mod registry;

@@ -208,13 +208,7 @@ fn publish_error(e: jetstream::context::PublishError) -> BrokerError {
     }
 }
 
-/// Sleep unless `stop` fires first; true when stopped.
-async fn nap(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
-}
+use crate::nap::nap;
 
 impl NatsBroker {
     pub fn new(options: NatsOptions) -> Result<Self, BrokerError> {

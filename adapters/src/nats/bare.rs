@@ -116,13 +116,7 @@ impl NatsBare {
     }
 }
 
-/// Sleep unless `stop` fires first; true when stopped.
-async fn nap(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
-}
+use crate::nap::nap;
 
 #[async_trait]
 impl BareClient for NatsBare {

@@ -234,13 +234,7 @@ pub(super) fn ack_sql(a: AckMode) -> &'static str {
     }
 }
 
-/// Sleep unless `stop` fires first; true when stopped.
-async fn nap(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
-}
+use crate::nap::nap;
 
 /// One row of a grouped read.
 struct Row_ {

@@ -114,13 +114,7 @@ impl PgmqBare {
     }
 }
 
-/// Sleep unless `stop` fires first; true when stopped.
-async fn nap(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
-}
+use crate::nap::nap;
 
 #[async_trait]
 impl BareClient for PgmqBare {

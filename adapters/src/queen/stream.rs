@@ -56,13 +56,7 @@ pub(crate) struct Stream {
     expect_again: Mutex<HashSet<String>>,
 }
 
-/// Sleep unless `stop` fires first; true when stopped.
-pub(crate) async fn nap(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
-}
+pub(crate) use crate::nap::nap;
 
 /// Split a pop's messages into per-partition claims, keeping the server's order inside
 /// each partition (a multi-partition pop answers messages grouped by partition).

@@ -227,13 +227,7 @@ fn pairs(v: &Value) -> Vec<(String, Value)> {
     }
 }
 
-/// Sleep unless `stop` fires first; true when stopped.
-async fn nap(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
-}
+use crate::nap::nap;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Lane {
