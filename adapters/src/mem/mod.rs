@@ -57,7 +57,17 @@ struct Group {
     state: Mutex<GroupState>,
     notify: Notify,
     faults: Vec<Fault>,
+    /// Idle keys the group keeps (see [`KEEP_IDLE_KEYS`]).
+    keep_idle: usize,
 }
+
+/// How many keys a group keeps while they are idle (nothing pending, nothing in
+/// flight). Below it an idle key keeps its state, so a key that comes back every few
+/// milliseconds is not re-created (an `Arc<str>`, a queue and a map insert, then their
+/// removal) for every batch of every group; above it an idle key is forgotten, so the
+/// group's memory follows the keys with messages, not every key ever used (the
+/// million-partition space: docs/perf-stream.md). About 100 bytes per kept key.
+const KEEP_IDLE_KEYS: usize = 4096;
 
 #[derive(Debug)]
 struct Topic {
@@ -73,8 +83,9 @@ struct Topic {
 }
 
 /// The distinct keys a topic has seen, in one bit per key for the harness's own
-/// `p<N>` keys and a set for any other: a group forgets an idle key (so its memory
-/// follows the keys with messages, not every key ever used), the census does not.
+/// `p<N>` keys and a set for any other: a group forgets idle keys beyond
+/// [`KEEP_IDLE_KEYS`] (so its memory follows the keys with messages, not every key
+/// ever used), the census does not.
 #[derive(Debug, Default)]
 struct KeyCensus {
     bits: Vec<u64>,
@@ -137,6 +148,8 @@ pub struct MemBroker {
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     stats: Arc<MemStats>,
     limiter: Option<Arc<Limiter>>,
+    /// Idle keys each group keeps ([`KEEP_IDLE_KEYS`]; tests lower it).
+    keep_idle: usize,
 }
 
 /// A token bucket over every stream's deliveries (`max_deliveries_per_sec`): a
@@ -194,6 +207,7 @@ impl MemBroker {
             limiter: (options.max_deliveries_per_sec > 0)
                 .then(|| Arc::new(Limiter::new(options.max_deliveries_per_sec))),
             options,
+            keep_idle: KEEP_IDLE_KEYS,
             ..Default::default()
         }
     }
@@ -296,8 +310,13 @@ impl Group {
                 st.ready.push_back(key.clone());
                 true
             } else {
-                if ks.pending.is_empty() && !ks.queued && ks.held.is_none() {
-                    // Idle: forget it (it is re-created by its next publish).
+                if ks.pending.is_empty()
+                    && !ks.queued
+                    && ks.held.is_none()
+                    && st.keys.len() > self.keep_idle
+                {
+                    // Idle, and the group keeps enough idle keys: forget it (it is
+                    // re-created by its next publish).
                     st.keys.remove(key);
                 }
                 false
@@ -370,6 +389,7 @@ impl Broker for MemBroker {
                                     state: Mutex::new(GroupState::default()),
                                     notify: Notify::new(),
                                     faults,
+                                    keep_idle: self.keep_idle,
                                 }),
                             )
                         })
@@ -589,9 +609,13 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn idle_keys_are_forgotten_and_distinct_keys_counted_once() {
-        let b = Arc::new(MemBroker::new(MemOptions::default()));
+    /// Publish `p0, p1, p0, other` to topic `t` (groups g1, g2) of a broker keeping
+    /// `keep_idle` idle keys, serve all four messages in each group, and stop.
+    async fn serve_four(keep_idle: usize) -> (Arc<MemBroker>, Vec<Arc<StreamCounters>>) {
+        let b = Arc::new(MemBroker {
+            keep_idle,
+            ..MemBroker::new(MemOptions::default())
+        });
         let topo = Topology {
             topics: vec![TopicSpec {
                 name: "t".into(),
@@ -636,6 +660,47 @@ mod tests {
         for t in tasks {
             t.await.unwrap().unwrap();
         }
+        (b, counters)
+    }
+
+    #[tokio::test]
+    async fn idle_keys_beyond_the_kept_ones_are_forgotten() {
+        // Three keys served, two kept: the first key to go idle while the group held
+        // three was forgotten, the next two were kept.
+        let (b, counters) = serve_four(2).await;
+        for c in &counters {
+            assert_eq!(StreamCounters::get(&c.acked), 4);
+        }
+        for g in ["g1", "g2"] {
+            let st = b.group("t", g).unwrap();
+            let st = st.state.lock();
+            assert_eq!(st.keys.len(), 2, "{g}");
+            assert!(st
+                .keys
+                .values()
+                .all(|k| k.pending.is_empty() && !k.in_flight));
+        }
+        // A kept key that comes back is served from its kept state; nothing is added.
+        let kept: Vec<Arc<str>> = b
+            .group("t", "g1")
+            .unwrap()
+            .state
+            .lock()
+            .keys
+            .keys()
+            .cloned()
+            .collect();
+        b.publish("t", &kept[0], &[Bytes::from_static(b"m")])
+            .await
+            .unwrap();
+        assert_eq!(b.group("t", "g1").unwrap().state.lock().keys.len(), 2);
+        assert_eq!(b.counters()["mem_distinct_keys"], 3);
+    }
+
+    #[tokio::test]
+    async fn idle_keys_are_forgotten_and_distinct_keys_counted_once() {
+        // No idle key kept: every key is forgotten once served.
+        let (b, counters) = serve_four(0).await;
         for c in &counters {
             assert_eq!(StreamCounters::get(&c.acked), 4);
             assert!(StreamCounters::get(&c.ack_calls) > 0);
