@@ -376,7 +376,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         assert!(passes() > 0, "the writer's first pass");
-        // Lines of 13 bytes (`1000,1NNNNNN`), just short of WAKE_BYTES.
+        // Lines of 13 bytes (`1000,1NNNNNN` and the newline), just short of WAKE_BYTES.
         let n = (WAKE_BYTES / 13 - 1) as i64;
         a.append((0..n).map(|s| (1000, 1_000_000 + s)))
             .await
