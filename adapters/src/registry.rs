@@ -464,9 +464,8 @@ impl SystemOptions {
         #[allow(unreachable_patterns)]
         match self {
             SystemOptions::Mem(_) => none("the control broker is crossbench's own code; its cost is measured by control-dense and `selftest floor`"),
-            SystemOptions::Queen(_) if entry.built => {
-                none("no bare loop has been written for it yet (adapters/README.md, step 13)")
-            }
+            #[cfg(feature = "queen")]
+            SystemOptions::Queen(_) => Ok(()),
             #[cfg(feature = "pgmq")]
             SystemOptions::Pgmq(_) => Ok(()),
             #[cfg(feature = "rabbitmq")]
@@ -510,6 +509,11 @@ impl SystemOptions {
                 .map_err(setup),
             #[cfg(feature = "kafka")]
             SystemOptions::Kafka(o) => crate::kafka::bare::KafkaBare::start(o, plan)
+                .await
+                .map(|b| boxed(Box::new(b)))
+                .map_err(setup),
+            #[cfg(feature = "queen")]
+            SystemOptions::Queen(o) => crate::queen::bare::QueenBare::start(o, plan)
                 .await
                 .map(|b| boxed(Box::new(b)))
                 .map_err(setup),
@@ -582,11 +586,8 @@ mod tests {
         );
         let redis = SystemOptions::defaults(System::Redis).bare_check();
         assert_eq!(redis.is_ok(), cfg!(feature = "redis"), "{redis:?}");
-        // Queen: built or not, it has none.
-        let queen = SystemOptions::defaults(System::Queen)
-            .bare_check()
-            .unwrap_err();
-        assert!(queen.to_string().contains("queen"), "{queen}");
+        let queen = SystemOptions::defaults(System::Queen).bare_check();
+        assert_eq!(queen.is_ok(), cfg!(feature = "queen"), "{queen:?}");
     }
 
     #[test]

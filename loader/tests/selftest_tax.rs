@@ -1,8 +1,8 @@
 //! `crossbench selftest tax` (docs/performance.md, "The harness tax per adapter"),
-//! run briefly against Redis (127.0.0.1:6379, scripts/provision/redis.sh): its JSON
-//! is well-formed, one run of each side ran, and each side delivered everything it
-//! published. A correctness check of the command, never a timing: the CPU figures
-//! must only be present and positive.
+//! run briefly against Redis (127.0.0.1:6379, scripts/provision/redis.sh), and against
+//! Queen where a server is given: its JSON is well-formed, one run of each side ran,
+//! and each side delivered everything it published. A correctness check of the
+//! command, never a timing: the CPU figures must only be present and positive.
 //!
 //! SKIPs when Redis is not reachable and `CI` is not set (then it fails).
 
@@ -17,21 +17,40 @@ fn the_tax_runs_both_sides_and_both_deliver_everything() {
     if !support::reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh") {
         return;
     }
+    tax_runs_both_sides("redis", &[]);
+}
+
+/// Queen's bare loop (adapters/src/queen/bare.rs) through the same checks. Runs where a
+/// Queen server is given (`CROSSBENCH_QUEEN_URL`); CI cannot provision one, so without
+/// the variable it skips with a message, also under `CI`.
+#[cfg(feature = "queen")]
+#[test]
+fn the_queen_tax_runs_both_sides_and_both_deliver_everything() {
+    let Some(url) = support::queen_url("selftest_tax_queen") else {
+        return;
+    };
+    tax_runs_both_sides("queen", &[format!("queen.url={url}")]);
+}
+
+/// One run of each side at 500 msg/s for 2 s: the JSON is well-formed, and each side
+/// delivered and acked everything it published.
+#[cfg(any(feature = "redis", feature = "queen"))]
+fn tax_runs_both_sides(system: &str, sets: &[String]) {
     let _one = support::serial();
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("tax.json");
-    let out = binary()
-        .args([
-            "selftest", "tax", "--system", "redis", "--rate", "500", "--secs", "2", "--runs", "1",
-        ])
-        // A debug build on a loaded machine may not hold its rate or its schedule:
-        // that is a speed, and the test is about correctness.
-        .args(["--set", "warmup=1s", "--set", "void.loader_cpu_max=1"])
-        .args(["--set", "void.schedule_lag_p99_max=10s"])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
+    let mut cmd = binary();
+    cmd.args([
+        "selftest", "tax", "--system", system, "--rate", "500", "--secs", "2", "--runs", "1",
+    ])
+    // A debug build on a loaded machine may not hold its rate or its schedule:
+    // that is a speed, and the test is about correctness.
+    .args(["--set", "warmup=1s", "--set", "void.loader_cpu_max=1"])
+    .args(["--set", "void.schedule_lag_p99_max=10s"]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.arg("--json").arg(&json).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let code = out.status.code();
@@ -41,7 +60,7 @@ fn the_tax_runs_both_sides_and_both_deliver_everything() {
         "exit {code:?}\n{stdout}\n{stderr}"
     );
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(t["system"], "redis");
+    assert_eq!(t["system"], system);
     assert_eq!(t["rate_msgs_per_sec"], 500);
     assert_eq!(t["complete"], true, "{t:#}");
     let runs = t["runs"].as_array().unwrap();

@@ -7,6 +7,8 @@ pub use options::{PopMode, QueenOptions};
 #[cfg(feature = "queen")]
 mod adapter;
 #[cfg(feature = "queen")]
+pub mod bare;
+#[cfg(feature = "queen")]
 mod client;
 #[cfg(feature = "queen")]
 mod stats;

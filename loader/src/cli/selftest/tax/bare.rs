@@ -97,7 +97,10 @@ async fn drive(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
     while publishers.join_next().await.is_some() {}
     let published = counters.published.get();
     let deadline = Instant::now() + s.drain.max.0;
-    while counters.consumed.get() < published && Instant::now() < deadline {
+    // Received and acknowledged: a loop whose ack is still in flight is waited for.
+    while (counters.consumed.get() < published || counters.acked.get() < published)
+        && Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     stop_consumers.cancel();
