@@ -395,3 +395,107 @@ fn rerun_runs_one_arm_of_a_matrix_campaign_again() {
         }
     }
 }
+
+/// An archived campaign completed later: arms recorded "not run" (a variable they
+/// need was unset) run with `--resume --only` once it is set, and the other arms'
+/// records, whose logs were dropped as an archive drops them, are left alone (a plain
+/// `--resume` would verify them again and, finding no logs, run them again).
+#[test]
+fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
+    const VAR: &str = "CROSSBENCH_TEST_ONLY_RATE";
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.yaml");
+    let smoke = support::scenario("smoke.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: t\nrepeats: 2\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: a\n    scenario: {s}\n  - name: b\n    scenario: {s}\n    requires_env: [{VAR}]\n    set:\n      rate: \"${{{VAR}}}\"\n",
+            s = smoke.display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let campaign = |args: &[&str], rate: Option<&str>| {
+        let mut c = support::binary();
+        c.args(["campaign", "-q"]).arg(&file).arg("--out").arg(&out);
+        c.args(args).env_remove(VAR);
+        if let Some(r) = rate {
+            c.env(VAR, r);
+        }
+        c.output().unwrap()
+    };
+    let first = campaign(&[], None);
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let rec = CampaignRecord::read(&out).unwrap();
+    let of = |rec: &CampaignRecord, arm: &str| -> Vec<CellStatus> {
+        rec.cells
+            .iter()
+            .filter(|c| c.arm == arm)
+            .map(|c| c.status)
+            .collect()
+    };
+    assert_eq!(of(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(of(&rec, "b"), [CellStatus::NotRun, CellStatus::NotRun]);
+    // Archive arm a: its stream logs go, its result.json stays.
+    let mut stamps = Vec::new();
+    for c in rec.cells.iter().filter(|c| c.arm == "a") {
+        let d = out.join(&c.dir);
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "log") {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        stamps.push(
+            std::fs::metadata(d.join("result.json"))
+                .unwrap()
+                .modified()
+                .unwrap(),
+        );
+    }
+    // Bad patterns are bad input, and nothing runs.
+    let bad = campaign(&["--resume", "--only", "zzz*"], Some("150"));
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--only zzz*"));
+    let alone = campaign(&["--only", "b"], Some("150"));
+    assert_eq!(
+        alone.status.code(),
+        Some(2),
+        "--only needs --resume: {alone:?}"
+    );
+
+    let second = campaign(&["--resume", "--only", "b"], Some("150"));
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.status, "complete");
+    assert_eq!(of(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(of(&rec, "b"), [CellStatus::Done, CellStatus::Done]);
+    let b = rec.arms.iter().find(|a| a.id == "b").unwrap();
+    assert_eq!(b.not_run, None);
+    assert_eq!(b.system, "mem");
+    assert!(b.sets.contains(&"rate=150".to_string()), "{:?}", b.sets);
+    for c in rec.cells.iter().filter(|c| c.arm == "b") {
+        let r: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(&c.dir).join("result.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r["outcome"], "PASS", "{c:?}");
+        let inv = std::fs::read_to_string(out.join(&c.dir).join("invocation.txt")).unwrap();
+        assert!(
+            inv.contains("\nrate: 150"),
+            "{c:?}: the variable's value\n{inv}"
+        );
+    }
+    let after: Vec<_> = rec
+        .cells
+        .iter()
+        .filter(|c| c.arm == "a")
+        .map(|c| {
+            std::fs::metadata(out.join(&c.dir).join("result.json"))
+                .unwrap()
+                .modified()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(stamps, after, "arm a's archived records are left alone");
+}

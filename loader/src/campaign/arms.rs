@@ -21,6 +21,10 @@ pub struct Arm {
     pub scenario: PathBuf,
     /// The overrides, as `--set` arguments, in the order they apply.
     pub sets: Vec<String>,
+    /// The overrides as the file writes them, `${VAR}` unexpanded: what an arm that
+    /// does not run records as its `sets`, so `--resume` knows it once it can run.
+    #[serde(skip)]
+    pub declared: Vec<String>,
     /// The matrix point (path → value as written).
     pub point: BTreeMap<String, String>,
     /// Why the arm does not run here (`None`: it runs).
@@ -214,6 +218,10 @@ fn resolve_arm(
         group: group.into(),
         scenario: scenario.to_path_buf(),
         sets: Vec::new(),
+        declared: sources
+            .iter()
+            .map(|(_, k, v)| format!("{k}={}", text(v)))
+            .collect(),
         point: BTreeMap::new(),
         not_run: None,
         between: None,
@@ -222,10 +230,7 @@ fn resolve_arm(
     };
     if !missing_env.is_empty() {
         arm.not_run = Some(format!("not run: {} is not set", missing_env.join(", ")));
-        arm.sets = sources
-            .iter()
-            .map(|(_, k, v)| format!("{k}={}", text(v)))
-            .collect();
+        arm.sets = arm.declared.clone();
         return Ok(vec![arm]);
     }
     let mut field_of: Vec<(String, String)> = Vec::new();

@@ -41,6 +41,10 @@ pub struct CampaignRequest {
     pub resume: bool,
     /// With `resume`: these arms (by id) run again, whatever their record says.
     pub rerun: Vec<String>,
+    /// With `resume`: only the arms these patterns select are looked at (an arm's id,
+    /// `*` matching any run of characters, or a system's name); every other arm's
+    /// record is left as it is, unverified.
+    pub only: Vec<String>,
     /// List the cells and an estimated duration; run nothing.
     pub dry_run: bool,
     /// No per-cell lines (the progress bar, on a terminal, stays).
@@ -56,6 +60,7 @@ impl CampaignRequest {
             out: None,
             resume: false,
             rerun: Vec::new(),
+            only: Vec::new(),
             dry_run: false,
             quiet: true,
             timing: Timing::Real,
@@ -95,6 +100,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     let file = file::CampaignFile::load(&req.file)?;
     let arms = arms::expand(&file, &req.file)?;
     check_rerun(req, &arms)?;
+    check_only(req, &arms)?;
     for a in &arms {
         if let Some(l) = &a.loaded {
             let s = &l.scenario;
@@ -113,6 +119,12 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         .out
         .clone()
         .unwrap_or_else(|| crate::cell::default_out(&file.campaign));
+    if file.ceiling.is_some() && !req.only.is_empty() {
+        return Err(BadInput(
+            "--only narrows a campaign of cells; a ceiling campaign resumes whole".into(),
+        )
+        .into());
+    }
     if let Some(spec) = &file.ceiling {
         return ceiling::run_campaign(req, &file, spec, &arms, &dir);
     }
@@ -135,9 +147,12 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
                 dir.display()
             ))
         })?;
+        // An arm recorded as not run (a variable it needs was not set) recorded its
+        // overrides unexpanded: it is the same arm when the file still declares them.
         let same = r.arms.len() == arms.len()
             && r.arms.iter().zip(&arms).all(|(e, a)| {
-                e.id == a.id && e.sets == a.sets && e.repeats.unwrap_or(r.repeats) == a.repeats
+                let sets = e.sets == a.sets || (e.not_run.is_some() && e.sets == a.declared);
+                e.id == a.id && sets && e.repeats.unwrap_or(r.repeats) == a.repeats
             })
             && r.repeats == file.repeats
             && r.seed == file.seed;
@@ -148,6 +163,8 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
             ))
             .into());
         }
+        let mut r = r;
+        admit_arms_that_run_now(req, &arms, &mut r);
         r
     } else {
         crate::cli::run::prepare_out(&dir)?;
@@ -290,6 +307,82 @@ fn check_rerun(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
     Ok(())
 }
 
+/// Whether `--only` (none: every arm) selects `arm`.
+fn selected(req: &CampaignRequest, arm: &Arm) -> bool {
+    req.only.is_empty()
+        || req
+            .only
+            .iter()
+            .any(|p| glob(p, &arm.id) || (arm.loaded.is_some() && *p == arm.system()))
+}
+
+/// `pattern` matches all of `text`, each `*` standing for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if text.len() < first.len() + last.len() || !text.starts_with(first) || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for p in &parts[1..parts.len() - 1] {
+        match rest.find(p) {
+            Some(at) => rest = &rest[at + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// `--only` comes with `--resume`, and each pattern selects at least one arm.
+fn check_only(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
+    if req.only.is_empty() {
+        return Ok(());
+    }
+    if !req.resume {
+        return Err(BadInput(
+            "--only narrows a --resume to some arms: give it with --resume and the campaign's --out".into(),
+        ));
+    }
+    for p in &req.only {
+        let one = CampaignRequest {
+            only: vec![p.clone()],
+            ..req.clone()
+        };
+        if !arms.iter().any(|a| selected(&one, a)) {
+            let known: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+            return Err(BadInput(format!(
+                "--only {p}: no arm of campaign {} has that id or runs that system (`*` matches any characters); its arms are {}",
+                req.file.display(),
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// On `--resume`: an arm recorded as not run that runs now (the variable it needed is
+/// set this time) takes its place in the record, and its cells become pending, unless
+/// `--only` leaves it out.
+fn admit_arms_that_run_now(req: &CampaignRequest, arms: &[Arm], rec: &mut CampaignRecord) {
+    for (e, a) in rec.arms.iter_mut().zip(arms) {
+        if e.not_run.is_none() || a.not_run.is_some() || !selected(req, a) {
+            continue;
+        }
+        e.not_run = None;
+        e.system = a.system();
+        e.sets = a.sets.clone();
+        for c in rec.cells.iter_mut().filter(|c| c.arm == a.id) {
+            if c.status == CellStatus::NotRun {
+                c.status = CellStatus::Pending;
+                c.error = None;
+            }
+        }
+    }
+}
+
 /// A cell's record is complete (result.json with an outcome, invocation.txt with
 /// it too) and its logs still give the verdict it recorded.
 pub fn complete_and_verified(dir: &Path) -> bool {
@@ -333,6 +426,14 @@ async fn run_cells(
     let todo: Vec<usize> = (0..rec.cells.len())
         .filter(|&i| {
             let c = &rec.cells[i];
+            let Some(arm) = arms.iter().find(|a| a.id == c.arm) else {
+                return false;
+            };
+            // An arm that ran before but cannot run now (a variable it needs is unset
+            // this time): its cells stay as recorded.
+            if arm.not_run.is_some() || !selected(req, arm) {
+                return false;
+            }
             match c.status {
                 CellStatus::NotRun => false,
                 _ if req.rerun.contains(&c.arm) => true,

@@ -25,6 +25,13 @@ pub struct CampaignArgs {
     /// says; the other arms' records are left as they are.
     #[arg(long, value_name = "ARM", requires = "resume")]
     pub rerun: Vec<String>,
+    /// With --resume: look only at these arms (an arm's id, `*` matching any
+    /// characters, or a system's name; repeatable): their missing cells run, arms
+    /// recorded "not run" that run now included; every other arm's record is left as it
+    /// is, not verified again (an archived campaign, whose logs are gone, can be
+    /// completed this way).
+    #[arg(long, value_name = "ARM", requires = "resume")]
+    pub only: Vec<String>,
     /// List the cells in order, with an estimated duration; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -39,6 +46,7 @@ pub fn campaign(a: CampaignArgs) -> anyhow::Result<Exit> {
         out: a.out,
         resume: a.resume,
         rerun: a.rerun,
+        only: a.only,
         dry_run: a.dry_run,
         quiet: a.quiet,
         timing: Timing::Real,
