@@ -464,6 +464,24 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
         "--only needs --resume: {alone:?}"
     );
 
+    // --dry-run with --resume lists what the resume would run, and runs nothing.
+    let dry = campaign(&["--resume", "--only", "b", "--dry-run"], Some("150"));
+    assert_eq!(dry.status.code(), Some(0), "{dry:?}");
+    let listed = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        listed.contains("b#1") && listed.contains("b#2") && !listed.contains("a#"),
+        "{listed}"
+    );
+    assert!(listed.contains("(2 cells to run)"), "{listed}");
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(of(&rec, "b"), [CellStatus::NotRun, CellStatus::NotRun]);
+    // Without --only, the archived arm a would run again: its logs are gone.
+    let plain = campaign(&["--resume", "--dry-run"], Some("150"));
+    assert!(
+        String::from_utf8_lossy(&plain.stdout).contains("(4 cells to run)"),
+        "{plain:?}"
+    );
+
     let second = campaign(&["--resume", "--only", "b"], Some("150"));
     assert_eq!(second.status.code(), Some(0), "{second:?}");
     let rec = CampaignRecord::read(&out).unwrap();
@@ -498,4 +516,52 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
         })
         .collect();
     assert_eq!(stamps, after, "arm a's archived records are left alone");
+}
+
+/// A ceiling campaign's arm recorded "not run" (its variable unset) is searched on a
+/// `--resume` once the variable is set, and its record no longer says "not run".
+#[test]
+fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
+    const VAR: &str = "CROSSBENCH_TEST_CEILING_CAP";
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("ceiling.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 4\nset:\n  duration: 1s\n  warmup: 500ms\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: capped\n    scenario: {}\n    requires_env: [{VAR}]\n    set:\n      mem.max_deliveries_per_sec: \"${{{VAR}}}\"\n",
+            support::scenario("smoke.yaml").display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let campaign = |args: &[&str], cap: Option<&str>| {
+        let mut c = support::binary();
+        c.args(["campaign", "-q"]).arg(&file).arg("--out").arg(&out);
+        c.args(args).env_remove(VAR);
+        if let Some(v) = cap {
+            c.env(VAR, v);
+        }
+        c.output().unwrap()
+    };
+    let read = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
+            .unwrap()
+    };
+    let first = campaign(&[], None);
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let arm = &read()["arms"][0];
+    assert!(
+        arm["not_run"].is_string() && arm["text"].is_null(),
+        "{arm:#}"
+    );
+
+    let second = campaign(&["--resume"], Some("6000"));
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    let arm = &read()["arms"][0];
+    assert!(
+        arm["not_run"].is_null(),
+        "searched, so not 'not run': {arm:#}"
+    );
+    assert_eq!(arm["system"], "mem", "{arm:#}");
+    assert!(arm["text"].is_string() && arm["held"].is_u64(), "{arm:#}");
 }

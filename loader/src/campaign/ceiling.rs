@@ -614,6 +614,9 @@ pub fn run_campaign(
             ..CeilingRequest::new(a.scenario.clone(), lo, hi)
         };
         ran += 1;
+        // An arm recorded as not run (a variable it needed was unset) runs now.
+        rec.arms[i].not_run = None;
+        rec.arms[i].system = a.system();
         rec.arms[i].started_utc = Some(utc(SystemTime::now()));
         let result = execute(&r);
         let e = &mut rec.arms[i];

@@ -128,7 +128,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     if let Some(spec) = &file.ceiling {
         return ceiling::run_campaign(req, &file, spec, &arms, &dir);
     }
-    if req.dry_run {
+    if req.dry_run && !req.resume {
         let text = progress::dry_run(&file, &arms, &order, estimate);
         print!("{text}");
         return Ok(CampaignDone {
@@ -224,6 +224,26 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
                 .collect(),
         }
     };
+    if req.dry_run {
+        // What this resume would run, nothing written.
+        let todo = cells_to_run(req, &arms, &dir, &rec);
+        let arm_of = |i: usize| arms.iter().find(|a| a.id == rec.cells[i].arm);
+        let text = progress::resume_dry_run(
+            &file,
+            &dir,
+            todo.iter()
+                .filter_map(|&i| arm_of(i).map(|a| (&rec.cells[i], a))),
+            estimate,
+        );
+        print!("{text}");
+        return Ok(CampaignDone {
+            exit: Exit::Pass,
+            dir,
+            record: None,
+            text,
+            ran: 0,
+        });
+    }
     rec.status = "running".into();
     rec.ended_utc = None;
     let _lock = crate::cli::lock::acquire(req.quiet)?;
@@ -413,17 +433,14 @@ pub fn complete_and_verified(dir: &Path) -> bool {
     checker::verify_dir(dir, &opts).is_ok_and(|v| Some(v.pass) == recorded)
 }
 
-async fn run_cells(
+/// The cells a run (or a `--resume`) of `rec` runs, in the recorded order.
+fn cells_to_run(
     req: &CampaignRequest,
     arms: &[Arm],
     dir: &Path,
-    rec: &mut CampaignRecord,
-) -> anyhow::Result<usize> {
-    // Ctrl-C or SIGTERM: the running cell stops its traffic early (and is run again
-    // by --resume); no further cell starts. A second signal exits at once.
-    let stop = CancellationToken::new();
-    crate::cli::signals::install(stop.clone());
-    let todo: Vec<usize> = (0..rec.cells.len())
+    rec: &CampaignRecord,
+) -> Vec<usize> {
+    (0..rec.cells.len())
         .filter(|&i| {
             let c = &rec.cells[i];
             let Some(arm) = arms.iter().find(|a| a.id == c.arm) else {
@@ -441,7 +458,20 @@ async fn run_cells(
                 _ => true,
             }
         })
-        .collect();
+        .collect()
+}
+
+async fn run_cells(
+    req: &CampaignRequest,
+    arms: &[Arm],
+    dir: &Path,
+    rec: &mut CampaignRecord,
+) -> anyhow::Result<usize> {
+    // Ctrl-C or SIGTERM: the running cell stops its traffic early (and is run again
+    // by --resume); no further cell starts. A second signal exits at once.
+    let stop = CancellationToken::new();
+    crate::cli::signals::install(stop.clone());
+    let todo = cells_to_run(req, arms, dir, rec);
     let mut bar = progress::Bar::new(todo.len(), req.quiet);
     let mut ran = 0;
     for i in todo {

@@ -140,6 +140,42 @@ pub fn dry_run(
     o
 }
 
+/// `--resume --dry-run`: the cells the resume would run, in their recorded order, and
+/// an estimated duration.
+pub fn resume_dry_run<'a>(
+    file: &CampaignFile,
+    dir: &Path,
+    cells: impl Iterator<Item = (&'a CellEntry, &'a Arm)>,
+    estimate: impl Fn(&Arm) -> Duration,
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "campaign {}: resuming {}", file.campaign, dir.display());
+    let (mut total, mut n) = (Duration::ZERO, 0usize);
+    for (c, a) in cells {
+        let e = estimate(a);
+        total += e;
+        n += 1;
+        let was = match c.status {
+            CellStatus::Pending => "never started".to_string(),
+            CellStatus::Done => "record does not verify, or --rerun".to_string(),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        let _ = writeln!(
+            o,
+            "{n:>4}  {}  {}  ~{} s  ({was})",
+            c.id,
+            a.system(),
+            e.as_secs()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "estimated duration: {} ({n} cells to run)",
+        humantime::format_duration(Duration::from_secs(total.as_secs()))
+    );
+    o
+}
+
 /// The closing lines: where the record is, and the arms' table.
 pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
     let mut o = String::new();
