@@ -177,6 +177,12 @@ pub struct StreamVerdict {
     /// Indeterminate publishes never delivered: not loss.
     #[serde(default)]
     pub unseen_at_end: u64,
+    /// Of `recovered`, those first delivered after a later seq of their property: the
+    /// loader had given up on them (timed out, connection lost) and published their
+    /// successors, so their late arrival is no reorder by the system. Not order
+    /// violations; reported apart.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_indeterminate: u64,
     /// Publishes the system refused, yet delivered. Always fails.
     #[serde(default)]
     pub aborted_reads: u64,
@@ -251,6 +257,8 @@ pub struct Totals {
     pub recovered: u64,
     #[serde(default)]
     pub unseen_at_end: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_indeterminate: u64,
     #[serde(default)]
     pub aborted_reads: u64,
     #[serde(default)]
@@ -642,6 +650,7 @@ pub fn verify(
         t.lost_acked = t.lost_acked.saturating_add(lost_acked);
         t.recovered += c.recovered;
         t.unseen_at_end = t.unseen_at_end.saturating_add(c.unseen_at_end);
+        t.late_indeterminate += c.late_indeterminate;
         t.aborted_reads += c.aborted_reads;
         let at_reconnect_violations = if at_reconnect { c.order_violations } else { 0 };
         t.order_violations_at_reconnect += at_reconnect_violations;
@@ -670,6 +679,7 @@ pub fn verify(
             lost_acked,
             recovered: c.recovered,
             unseen_at_end: c.unseen_at_end,
+            late_indeterminate: c.late_indeterminate,
             aborted_reads: c.aborted_reads,
             reconnects,
             order_violations_at_reconnect: at_reconnect_violations,
@@ -736,6 +746,12 @@ pub fn verify(
         notes.push(format!(
             "note: indeterminate publishes (timed out or connection lost before an answer): {} delivered (recovered), {} never delivered (unseen at end; not counted as loss)",
             t.recovered, t.unseen_at_end
+        ));
+    }
+    if t.late_indeterminate > 0 {
+        notes.push(format!(
+            "note: {} of the recovered arrived after a later seq of their property: the loader had given up on them before publishing that seq, so they are not counted as order violations",
+            t.late_indeterminate
         ));
     }
     if let Some(why) = &verdict.loss_allowed {

@@ -48,6 +48,10 @@ struct Tracker {
     /// Highest legitimately produced seq first-seen so far (phantoms excluded).
     order_max: i64,
     violations: u64,
+    /// First deliveries, below `order_max`, of seqs whose publish was indeterminate:
+    /// the loader gave up waiting for them and went on to their successors, so their
+    /// late arrival is not a reorder by the system (not counted in `violations`).
+    late_indeterminate: u64,
 }
 
 /// What the produced map says about one property of the stream's flow.
@@ -270,6 +274,9 @@ pub(crate) struct StreamCounts {
     pub unseen_at_end: u64,
     /// Refused (failed) seqs delivered.
     pub aborted_reads: u64,
+    /// Indeterminate seqs first delivered after a later seq of their property (not
+    /// order violations: the loader did not wait for their outcome).
+    pub late_indeterminate: u64,
     /// The first gaps found, at most [`MAX_GAP_EXAMPLES`] per stream.
     pub gap_examples: Vec<GapRange>,
     /// Lines of a merged log (`<prop>,<seq>,<loader>,<t>`): consecutive deliveries of
@@ -466,6 +473,7 @@ impl Scanner {
                     seen,
                     order_max,
                     violations: 0,
+                    late_indeterminate: 0,
                 },
             );
         }
@@ -477,7 +485,11 @@ impl Scanner {
         let t = self.trackers.get_mut(&prop).expect("tracked property");
         if t.seen.insert(seq) && table.is_legit(prop, seq, base) {
             if seq < t.order_max {
-                t.violations += 1;
+                if contains(&table.exempt(prop).indet, seq) {
+                    t.late_indeterminate += 1;
+                } else {
+                    t.violations += 1;
+                }
             } else {
                 t.order_max = seq;
             }
@@ -616,17 +628,18 @@ impl Scanner {
                 return;
             }
             let clean;
-            let violations;
+            let (violations, late);
             let seen: &[(i64, i64)] = if st.lines & TRACKED != 0 {
                 let t = &self.trackers[&prop];
-                violations = t.violations;
+                (violations, late) = (t.violations, t.late_indeterminate);
                 t.seen.as_slice()
             } else {
-                violations = 0;
+                (violations, late) = (0, 0);
                 clean = [(base, st.max_seen)];
                 &clean
             };
             c.order_violations += violations;
+            c.late_indeterminate += late;
             judge_prop(prop, seen, lines, table, base, c);
         };
         for (prop, st) in self.dense.iter().enumerate() {

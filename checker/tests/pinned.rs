@@ -154,6 +154,55 @@ fn reorder_fails_without_ack_errors_in_this_stream() {
     assert_eq!(s1(&v).ack_errors, Some(7));
 }
 
+/// A publish the loader gave up on (timed out) that the system accepted anyway, after
+/// the loader had gone on to its successor, arrives late: a recovered indeterminate
+/// publish, not a reorder by the system (seen on Queen, docs/testing.md). The same late
+/// arrival of an acknowledged seq stays an order violation.
+#[test]
+fn a_late_indeterminate_publish_is_not_an_order_violation() {
+    let body = lines(&[(1, 1), (1, 3), (1, 4), (1, 2)]);
+    let indet = "# indeterminate flow=A prop=1 seq=2\n";
+    let m = meta(1, "caught-up", (0, 0), indet, "A 1 4\n");
+    let v = run_with(&m, &body, 4, &opts());
+    assert!(v.pass, "{:?}", v.reasons);
+    let s = s1(&v);
+    assert_eq!(
+        (
+            s.order_violations,
+            s.late_indeterminate,
+            s.recovered,
+            s.gaps
+        ),
+        (0, 1, 1, 0)
+    );
+    assert_eq!(v.totals.late_indeterminate, 1);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("1 of the recovered arrived after a later seq")),
+        "{:?}",
+        v.reasons
+    );
+    // Acknowledged, the same history is a reorder.
+    let m = meta(1, "caught-up", (0, 0), "", "A 1 4\n");
+    let v = run_with(&m, &body, 4, &opts());
+    assert!(!v.pass);
+    assert_eq!((s1(&v).order_violations, s1(&v).late_indeterminate), (1, 0));
+    // An acknowledged seq overtaken by a late indeterminate one is still a reorder:
+    // only the indeterminate seq's own lateness is excused.
+    let body = lines(&[(1, 1), (1, 2), (1, 4), (1, 3)]);
+    let m = meta(
+        1,
+        "caught-up",
+        (0, 0),
+        "# indeterminate flow=A prop=1 seq=4\n",
+        "A 1 3\n",
+    );
+    let v = run_with(&m, &body, 4, &opts());
+    assert!(!v.pass, "{:?}", v.reasons);
+    assert_eq!((s1(&v).order_violations, s1(&v).late_indeterminate), (1, 0));
+}
+
 #[test]
 fn redelivery_of_old_seq_is_a_duplicate_not_a_violation() {
     let body = lines(&[(1, 1), (1, 2), (1, 3), (1, 1)]);

@@ -32,6 +32,7 @@ struct Expect {
     unseen: u64,
     aborted: u64,
     order: u64,
+    late_indet: u64,
     duplicates: u64,
 }
 
@@ -60,7 +61,12 @@ fn model(props: &[Prop]) -> Expect {
             }
             if has_entry && legit(s) {
                 if s < order_max {
-                    e.order += 1;
+                    // An indeterminate seq that comes late: the loader had given up on it.
+                    if indet(s) {
+                        e.late_indet += 1;
+                    } else {
+                        e.order += 1;
+                    }
                 } else {
                     order_max = s;
                 }
@@ -245,6 +251,7 @@ fn observed(v: &checker::Verdict) -> Expect {
         unseen: s.unseen_at_end,
         aborted: s.aborted_reads,
         order: s.order_violations,
+        late_indet: s.late_indeterminate,
         duplicates: s.duplicates,
     }
 }
