@@ -121,27 +121,7 @@ impl QueenBare {
         let adapter = QueenBroker::new(o.clone())?;
         adapter.setup(&plan.topology).await?;
         adapter.close().await?;
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(t) = &o.token {
-            let mut v =
-                reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| {
-                    BrokerError::Config {
-                        field: "queen.token".into(),
-                        message: "not a valid HTTP header value".into(),
-                    }
-                })?;
-            v.set_sensitive(true);
-            headers.insert(reqwest::header::AUTHORIZATION, v);
-        }
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .no_proxy()
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(256)
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| err("HTTP client", e))?;
+        let http = super::client::http_client(o)?;
         let keys = plan.topology.keys.max(1);
         let lanes = plan.topology.lanes.clamp(1, keys);
         let mut pop_path = format!(

@@ -60,33 +60,38 @@ pub(crate) fn body_error(op: &str, error: &str) -> Failure {
     }
 }
 
+/// The HTTP client the adapter (and its bare loop) talks to Queen with: keep-alive pool,
+/// no proxy, `TCP_NODELAY`, the bearer token as a sensitive default header.
+pub(crate) fn http_client(o: &QueenOptions) -> Result<reqwest::Client, BrokerError> {
+    let mut headers = HeaderMap::new();
+    if let Some(t) = &o.token {
+        let mut v =
+            HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| BrokerError::Config {
+                field: "queen.token".into(),
+                message: "not a valid HTTP header value".into(),
+            })?;
+        v.set_sensitive(true);
+        headers.insert(AUTHORIZATION, v);
+    }
+    reqwest::Client::builder()
+        .default_headers(headers)
+        // Loopback only: never route through an environment proxy.
+        .no_proxy()
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(256)
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| BrokerError::Config {
+            field: "queen".into(),
+            message: format!("cannot build the HTTP client: {e}"),
+        })
+}
+
 impl Client {
     pub fn new(o: &QueenOptions) -> Result<Self, BrokerError> {
-        let mut headers = HeaderMap::new();
-        if let Some(t) = &o.token {
-            let mut v =
-                HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| BrokerError::Config {
-                    field: "queen.token".into(),
-                    message: "not a valid HTTP header value".into(),
-                })?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            // Loopback only: never route through an environment proxy.
-            .no_proxy()
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(256)
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| BrokerError::Config {
-                field: "queen".into(),
-                message: format!("cannot build the HTTP client: {e}"),
-            })?;
         Ok(Client {
-            http,
+            http: http_client(o)?,
             base: o.url.trim_end_matches('/').to_string(),
             timeout: o.request_timeout,
         })
