@@ -528,7 +528,7 @@ fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
     std::fs::write(
         &file,
         format!(
-            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 4\nset:\n  duration: 1s\n  warmup: 500ms\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: capped\n    scenario: {}\n    requires_env: [{VAR}]\n    set:\n      mem.max_deliveries_per_sec: \"${{{VAR}}}\"\n",
+            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 2\nset:\n  duration: 1s\n  warmup: 500ms\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: capped\n    scenario: {}\n    requires_env: [{VAR}]\n    set:\n      mem.max_deliveries_per_sec: \"${{{VAR}}}\"\n",
             support::scenario("smoke.yaml").display()
         ),
     )

@@ -181,6 +181,35 @@ impl CampaignFile {
         if !(1..=1000).contains(&self.repeats) {
             return bad("repeats", "must be between 1 and 1000");
         }
+        if let Some(c) = &self.ceiling {
+            // The search's own bounds (crate::campaign::ceiling::execute), refused here,
+            // before anything runs, rather than per arm once the campaign has started.
+            if !(1..=20).contains(&c.repeats) {
+                return bad("ceiling.repeats", "must be between 1 and 20");
+            }
+            if !(c.served > 0.0 && c.served <= 1.0) {
+                return bad("ceiling.served", "must be in (0, 1], e.g. 0.99");
+            }
+            if !(c.resolution > 1.0 && c.resolution <= 2.0) {
+                return bad("ceiling.resolution", "must be in (1, 2], e.g. 1.1");
+            }
+            let ranges = std::iter::once(("ceiling.between".to_string(), Some(c.between))).chain(
+                self.groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, g)| (format!("groups[{i}].between"), g.between)),
+            );
+            for (field, r) in ranges {
+                if let Some([lo, hi]) = r {
+                    if lo == 0 || hi <= lo {
+                        return bad(
+                            &field,
+                            "give two rates, [LOW, HIGH], LOW < HIGH, both above 0",
+                        );
+                    }
+                }
+            }
+        }
         let inline = self.scenario.is_some();
         if !inline && (!self.matrix.is_empty() || !self.requires_env.is_empty()) {
             return bad(
@@ -334,6 +363,14 @@ mod tests {
             ("campaign: c\nscenario: s.yaml\nrepeats: 0\n", "repeats"),
             ("campaign: c\nmatrix:\n  rate: [1]\n", "matrix"),
             ("campaign: c\n", "scenario"),
+            (
+                "campaign: c\nscenario: s.yaml\nceiling:\n  between: [10, 100]\n  resolution: 4\n",
+                "ceiling.resolution",
+            ),
+            (
+                "campaign: c\nceiling:\n  between: [10, 100]\ngroups:\n  - scenario: s.yaml\n    between: [100, 10]\n",
+                "groups[0].between",
+            ),
             (
                 "campaign: c\nscenario: s.yaml\nmatrix:\n  rate: []\n",
                 "matrix.rate",
