@@ -396,6 +396,24 @@ fn rerun_runs_one_arm_of_a_matrix_campaign_again() {
     }
 }
 
+/// `crossbench campaign -q <file> --out <out> <args>`, with `var` set to `value` (or
+/// unset when `None`).
+fn run_campaign(
+    file: &Path,
+    out: &Path,
+    args: &[&str],
+    var: &str,
+    value: Option<&str>,
+) -> std::process::Output {
+    let mut c = support::binary();
+    c.args(["campaign", "-q"]).arg(file).arg("--out").arg(out);
+    c.args(args).env_remove(var);
+    if let Some(v) = value {
+        c.env(var, v);
+    }
+    c.output().unwrap()
+}
+
 /// An archived campaign completed later: arms recorded "not run" (a variable they
 /// need was unset) run with `--resume --only` once it is set, and the other arms'
 /// records, whose logs were dropped as an archive drops them, are left alone (a plain
@@ -415,15 +433,7 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let campaign = |args: &[&str], rate: Option<&str>| {
-        let mut c = support::binary();
-        c.args(["campaign", "-q"]).arg(&file).arg("--out").arg(&out);
-        c.args(args).env_remove(VAR);
-        if let Some(r) = rate {
-            c.env(VAR, r);
-        }
-        c.output().unwrap()
-    };
+    let campaign = |args: &[&str], rate: Option<&str>| run_campaign(&file, &out, args, VAR, rate);
     let first = campaign(&[], None);
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     let rec = CampaignRecord::read(&out).unwrap();
@@ -534,15 +544,7 @@ fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let campaign = |args: &[&str], cap: Option<&str>| {
-        let mut c = support::binary();
-        c.args(["campaign", "-q"]).arg(&file).arg("--out").arg(&out);
-        c.args(args).env_remove(VAR);
-        if let Some(v) = cap {
-            c.env(VAR, v);
-        }
-        c.output().unwrap()
-    };
+    let campaign = |args: &[&str], cap: Option<&str>| run_campaign(&file, &out, args, VAR, cap);
     let read = || -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
             .unwrap()

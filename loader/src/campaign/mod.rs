@@ -329,11 +329,12 @@ fn check_rerun(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
 
 /// Whether `--only` (none: every arm) selects `arm`.
 fn selected(req: &CampaignRequest, arm: &Arm) -> bool {
-    req.only.is_empty()
-        || req
-            .only
-            .iter()
-            .any(|p| glob(p, &arm.id) || (arm.loaded.is_some() && *p == arm.system()))
+    req.only.is_empty() || req.only.iter().any(|p| selects(p, arm))
+}
+
+/// One `--only` pattern: the arm's id (`*` matching any characters), or its system.
+fn selects(pattern: &str, arm: &Arm) -> bool {
+    glob(pattern, &arm.id) || (arm.loaded.is_some() && pattern == arm.system())
 }
 
 /// `pattern` matches all of `text`, each `*` standing for any run of characters.
@@ -367,11 +368,7 @@ fn check_only(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
         ));
     }
     for p in &req.only {
-        let one = CampaignRequest {
-            only: vec![p.clone()],
-            ..req.clone()
-        };
-        if !arms.iter().any(|a| selected(&one, a)) {
+        if !arms.iter().any(|a| selects(p, a)) {
             let known: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
             return Err(BadInput(format!(
                 "--only {p}: no arm of campaign {} has that id or runs that system (`*` matches any characters); its arms are {}",
