@@ -116,6 +116,35 @@ fn pushes_spread_over_several_partitions_stay_in_order() {
     }
 }
 
+/// `stream.push.pacer: runtime`: the pacer is a task on the runtime's timer. The cell
+/// still offers its whole schedule and passes; the record says the pacer was a task,
+/// and its schedule lag, from tokio's millisecond timer, is measured, not hidden.
+#[test]
+fn a_pacer_on_the_runtime_timer_offers_the_whole_schedule() {
+    let (code, text, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &support::relaxed(&["stream.push.pacer=runtime", "duration=3s"]),
+    );
+    let r = result(&tmp.path().join("cell"));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(r["outcome"], "PASS", "{text}");
+    assert_eq!(r["loader"]["pacer_priority"], "task");
+    let f = &r["flows"]["S"];
+    assert_eq!(u(&f["shed"]), 0, "{f}");
+    assert_eq!(
+        u(&f["offered"]),
+        u(&f["published"]),
+        "every request of the schedule went out: {f}"
+    );
+    let lag = &r["latency_ms"]["schedule_lag"];
+    assert!(u(&lag["count"]) > 0, "{lag}");
+    for g in ["stream_g1", "stream_g2"] {
+        let s = group(&r, g);
+        assert_eq!(u(&s["gaps"]), 0, "{s}");
+        assert_eq!(u(&s["order_violations"]), 0, "{s}");
+    }
+}
+
 #[test]
 fn injected_faults_fail_with_exact_counts() {
     let (code, text, tmp) = run_raw(
@@ -205,6 +234,7 @@ fn bad_stream_sections_exit_2_naming_the_field() {
         ),
         (vec!["stream.bogus=1"], "bogus"),
         (vec!["stream.payload.bytes=10"], "stream.payload.bytes"),
+        (vec!["stream.push.pacer=fast"], "stream.push.pacer"),
     ] {
         let (code, text, _tmp) = run_raw(&scenario("stream-smoke.yaml"), &sets);
         assert_eq!(code, 2, "{sets:?}: {text}");

@@ -11,8 +11,9 @@
 //! [`Pacer`] is the schedule-following state machine, driven by the elapsed time it
 //! is given (tests drive it with a mock clock); [`Paced`] runs one on its own OS
 //! thread at raised priority, or on a thread it shares with the cell's other clocked
-//! work ([`crate::pacing::work_timer::WorkTimer::pace`]), or, when the cell's time is
-//! virtual, as a task.
+//! work ([`crate::pacing::work_timer::WorkTimer::pace`]), or as a task on the runtime's
+//! timer: when the cell's time is virtual, or when a stream cell asks for it
+//! (`stream.push.pacer: runtime`, cheaper and coarser).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -183,6 +184,21 @@ impl<E: FnMut(Slot) -> bool + Send + 'static> Pacer<E> {
     }
 }
 
+/// Step `pacer` on the runtime's timer until its schedule is done or `stop` is set.
+async fn run_as_task<E>(mut pacer: Pacer<E>, stop: Arc<AtomicBool>)
+where
+    E: FnMut(Slot) -> bool + Send + 'static,
+{
+    let start = pacer.spec.start;
+    tokio::time::sleep_until(start).await;
+    while !stop.load(Ordering::Relaxed) {
+        let Some(wake) = pacer.step(start.elapsed()) else {
+            break;
+        };
+        tokio::time::sleep_until(start + wake).await;
+    }
+}
+
 /// A pacer with its emit closure's type erased: what a shared thread steps.
 pub trait Step: Send {
     /// [`Pacer::step`].
@@ -255,16 +271,27 @@ impl Paced {
                     .expect("spawn pacer thread");
                 Driver::Thread(h)
             }
-            Timing::Virtual => Driver::Task(tokio::spawn(async move {
-                tokio::time::sleep_until(start).await;
-                while !flag.load(Ordering::Relaxed) {
-                    let Some(wake) = pacer.step(start.elapsed()) else {
-                        break;
-                    };
-                    tokio::time::sleep_until(start + wake).await;
-                }
-            })),
+            Timing::Virtual => Driver::Task(tokio::spawn(run_as_task(pacer, flag))),
         };
+        Paced {
+            driver: Some(driver),
+            workers,
+            stop,
+        }
+    }
+
+    /// Run `pacer` beside `workers` as a task of the runtime, on its timer, in real
+    /// or virtual time alike: no thread of its own, so the worker that wakes for the
+    /// timer hands the slots over itself; tokio's timer rounds each wake-up up to the
+    /// next whole millisecond, which the schedule lag shows. Call from inside the
+    /// runtime.
+    pub fn start_as_task<E>(pacer: Pacer<E>, workers: JoinSet<()>) -> Paced
+    where
+        E: FnMut(Slot) -> bool + Send + 'static,
+    {
+        crate::pacing::priority::note_task_pacer();
+        let stop = Arc::new(AtomicBool::new(false));
+        let driver = Driver::Task(tokio::spawn(run_as_task(pacer, stop.clone())));
         Paced {
             driver: Some(driver),
             workers,

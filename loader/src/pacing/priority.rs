@@ -7,9 +7,11 @@
 //! the pacer runs at normal priority, and the cell's result says which one it got.
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 static GOT: AtomicU8 = AtomicU8::new(0);
+/// Set when a pacer ran as a task on the runtime's timer (no thread to raise).
+static AS_TASK: AtomicBool = AtomicBool::new(false);
 
 /// Real-time priority asked for (1 = lowest, 99 = highest).
 pub const PACER_FIFO_PRIORITY: i32 = 10;
@@ -46,7 +48,17 @@ fn name(level: u8) -> &'static str {
     }
 }
 
-/// The best priority any pacer thread got: `fifo`, `nice` or `normal`.
+/// Note that a pacer runs as a task of the runtime (`stream.push.pacer: runtime`).
+pub fn note_task_pacer() {
+    AS_TASK.store(true, Ordering::Relaxed);
+}
+
+/// The best priority any pacer thread got: `fifo`, `nice` or `normal`; `task` when
+/// no pacer had a thread of its own because they ran on the runtime's timer.
 pub fn pacer_priority() -> &'static str {
-    name(GOT.load(Ordering::Relaxed))
+    let got = GOT.load(Ordering::Relaxed);
+    if got == 0 && AS_TASK.load(Ordering::Relaxed) {
+        return "task";
+    }
+    name(got)
 }

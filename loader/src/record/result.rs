@@ -174,7 +174,8 @@ pub struct LoaderFigures {
     pub peak_rss_bytes: u64,
     pub runtime_threads: usize,
     /// Scheduling the pacer threads got: `fifo` (real-time), `nice` (−10) or
-    /// `normal` (no privilege: they competed with the stages as equals).
+    /// `normal` (no privilege: they competed with the stages as equals); `task` when
+    /// the pacer was a task on the runtime's timer (`stream.push.pacer: runtime`).
     pub pacer_priority: String,
 }
 

@@ -48,6 +48,28 @@ pub struct PushSection {
     /// Requests queued or in flight, all workers together; a request that finds no
     /// room is shed whole (counted, no seq consumed).
     pub in_flight: u64,
+    /// What wakes the pacer at each request's due instant.
+    pub pacer: PacerDrive,
+}
+
+/// What wakes the stream producer's pacer.
+///
+/// `thread`: an OS thread of its own at raised priority, which sleeps to each
+/// request's due instant with the kernel's sub-millisecond timer and hands the request
+/// to a runtime worker: two thread wake-ups per request, the schedule lag of the VM's
+/// timer (p99 about 0.3–0.5 ms here). `runtime`: a task on the loader's runtime that
+/// sleeps on tokio's timer (whole milliseconds, rounded up), so a request goes out up
+/// to about 1 ms after its due instant, and the worker that wakes for the timer runs
+/// the hand-over itself: one wake-up per request. Latencies are measured from the
+/// scheduled instant either way, so the later hand-over shows in them and in the
+/// schedule lag, never hidden. docs/performance.md ("The harness tax per adapter") has
+/// what each costs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PacerDrive {
+    #[default]
+    Thread,
+    Runtime,
 }
 
 impl Default for PushSection {
@@ -57,6 +79,7 @@ impl Default for PushSection {
             partitions_per_request: 1,
             workers: 64,
             in_flight: 4096,
+            pacer: PacerDrive::Thread,
         }
     }
 }

@@ -264,6 +264,7 @@ impl Workload for Stream {
             workers: self.workers,
             queue: st.push.in_flight.div_ceil(self.workers) as usize,
             space: self.shape.space,
+            drive: st.push.pacer,
         };
         let penv = PushEnv {
             broker: env.broker.clone(),

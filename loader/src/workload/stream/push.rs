@@ -1,6 +1,6 @@
-//! The stream producer: one pacer thread follows the open-loop schedule of push
-//! requests and hands each to the push worker that owns its partitions, never
-//! waiting. A worker whose queue is full sheds the request whole (counted in
+//! The stream producer: one pacer (a thread of its own, or a task on the runtime's
+//! timer: `stream.push.pacer`) follows the open-loop schedule of push requests and
+//! hands each to the push worker that owns its partitions, never waiting. A worker whose queue is full sheds the request whole (counted in
 //! messages, no seq consumed, so shedding never creates gaps). Every message is
 //! stamped with its request's *scheduled* instant, so push and end-to-end latencies
 //! are corrected for coordinated omission. `offered = published + shed + failed`.
@@ -22,6 +22,7 @@ use crate::measure::window::RatedWindow;
 use crate::pacing::pacer::{Paced, Pacer, PacerSinks, PacerSpec, Slot, Timing};
 use crate::pacing::retry::publish_until;
 use crate::pacing::schedule::Schedule;
+use crate::scenario::stream::PacerDrive;
 use crate::workload::stamp::key_of;
 use crate::workload::stream::ledger::Ledger;
 use crate::workload::stream::payload::Body;
@@ -101,6 +102,8 @@ pub struct PushPlan {
     /// Queue slots per worker.
     pub queue: usize,
     pub space: u64,
+    /// What wakes the pacer.
+    pub drive: PacerDrive,
 }
 
 #[derive(Debug)]
@@ -170,7 +173,10 @@ pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> 
         },
         emit,
     );
-    Paced::start(pacer, workers, timing)
+    match plan.drive {
+        PacerDrive::Thread => Paced::start(pacer, workers, timing),
+        PacerDrive::Runtime => Paced::start_as_task(pacer, workers),
+    }
 }
 
 async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
