@@ -18,11 +18,12 @@ use crate::measure::phase::{Phase, PhaseCell};
 
 /// One second of a workload's progress.
 #[derive(Debug, Default)]
-pub struct Second {
+pub struct Second<'a> {
     /// The row's values after `t_s,unix_ms,phase`, comma-separated.
     pub row: String,
-    /// Histograms of the second: (index in `hlogs()`, tag, histogram).
-    pub intervals: Vec<(usize, String, Histogram<u64>)>,
+    /// Histograms of the second: (index in `hlogs()`, tag, histogram). The source
+    /// keeps them, reused from second to second.
+    pub intervals: Vec<(usize, String, &'a Histogram<u64>)>,
     /// The console line (only asked for when it is shown).
     pub line: Option<String>,
 }
@@ -36,7 +37,7 @@ pub trait ProgressSource: Send {
     /// The interval logs this source writes: (file name, comment).
     fn hlogs(&self) -> Vec<(String, String)>;
     /// The `t`-th second (1, 2, …), in `phase`; the console line only when `show`.
-    fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second;
+    fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second<'_>;
 }
 
 /// Run the live progress until `stop` fires (a last row is written then): writes

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use adapters::StreamCounters;
+use hdrhistogram::Histogram;
 
 use crate::console::progress::{ProgressSource, Second};
 use crate::measure::counters::FlowCounters;
-use crate::measure::histograms::quantile_ms;
+use crate::measure::histograms::{new_hist, quantile_ms};
 use crate::measure::phase::Phase;
 use crate::workload::pipeline::metrics::Metrics;
 use crate::workload::pipeline::stage::StageCounters;
@@ -28,6 +29,9 @@ pub struct PipelineProgress {
     /// Consumer streams one published event reaches (6).
     pub streams_per_flow: u64,
     prev: Totals,
+    /// The second's histograms, reused every second: e2e A, e2e B, schedule lag,
+    /// then one entry age per stream of `defs`.
+    intervals: Vec<Histogram<u64>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -57,7 +61,9 @@ impl PipelineProgress {
             metrics,
             streams_per_flow,
             prev: Totals::default(),
+            intervals: Vec::new(),
         };
+        p.intervals = (0..3 + p.defs.len()).map(|_| new_hist()).collect();
         p.prev = p.totals();
         p
     }
@@ -121,19 +127,30 @@ impl ProgressSource for PipelineProgress {
             .collect()
     }
 
-    fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second {
+    fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second<'_> {
         let cur = self.totals();
         let prev = std::mem::replace(&mut self.prev, cur.clone());
         let m = &self.metrics;
-        let e2e = [m.e2e[0].take_interval(), m.e2e[1].take_interval()];
-        let lag = m.schedule_lag.take_interval();
+        let [e2e_a, e2e_b, lag_h, ages @ ..] = &mut self.intervals[..] else {
+            unreachable!("three histograms and one per stream, made by new")
+        };
+        m.e2e[0].take_interval_into(e2e_a);
+        m.e2e[1].take_interval_into(e2e_b);
+        m.schedule_lag.take_interval_into(lag_h);
+        for (i, h) in ages.iter_mut().enumerate() {
+            m.age[i].take_interval_into(h);
+        }
+        let [e2e_a, e2e_b, lag, ages @ ..] = &self.intervals[..] else {
+            unreachable!("three histograms and one per stream, made by new")
+        };
+        let e2e = [e2e_a, e2e_b];
         let mut intervals = vec![
-            (0, "A".to_string(), e2e[0].clone()),
-            (0, "B".to_string(), e2e[1].clone()),
-            (1, "lag".to_string(), lag.clone()),
+            (0, "A".to_string(), e2e_a),
+            (0, "B".to_string(), e2e_b),
+            (1, "lag".to_string(), lag),
         ];
-        for (i, d) in self.defs.iter().enumerate() {
-            intervals.push((2, d.name(), m.age[i].take_interval()));
+        for (d, h) in self.defs.iter().zip(ages) {
+            intervals.push((2, d.name(), h));
         }
         let q = quantile_ms;
         let dproc: Vec<u64> = cur

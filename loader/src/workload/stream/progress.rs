@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use adapters::{ErrorClass, StreamCounters};
+use hdrhistogram::Histogram;
 
 use crate::console::progress::{ProgressSource, Second};
 use crate::measure::counters::FlowCounters;
-use crate::measure::histograms::quantile_ms;
+use crate::measure::histograms::{new_hist, quantile_ms};
 use crate::measure::phase::Phase;
 use crate::workload::stream::ledger::Ledger;
 use crate::workload::stream::push::{PushCounters, PushMetrics};
@@ -29,6 +30,9 @@ pub struct StreamProgress {
     pub sink_metrics: Arc<SinkMetrics>,
     pub ledger: Arc<Ledger>,
     prev: Totals,
+    /// The second's e2e and push histograms, reused every second.
+    e2e_interval: Histogram<u64>,
+    push_interval: Histogram<u64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -66,6 +70,8 @@ impl StreamProgress {
             sink_metrics,
             ledger,
             prev: Totals::default(),
+            e2e_interval: new_hist(),
+            push_interval: new_hist(),
         };
         p.prev = p.totals();
         p
@@ -129,13 +135,18 @@ impl ProgressSource for StreamProgress {
         vec![("e2e.hlog".into(), "crossbench stream".into())]
     }
 
-    fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second {
+    fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second<'_> {
         let cur = self.totals();
         let prev = std::mem::replace(&mut self.prev, cur.clone());
-        let e2e = self.sink_metrics.e2e_interval.take_interval();
+        self.sink_metrics
+            .e2e_interval
+            .take_interval_into(&mut self.e2e_interval);
         // The push histogram only holds rated requests; its interval view is what
         // the report shows (zero outside the rated window).
-        let push = self.push_metrics.push.take_interval();
+        self.push_metrics
+            .push
+            .take_interval_into(&mut self.push_interval);
+        let (e2e, push) = (&self.e2e_interval, &self.push_interval);
         let q = quantile_ms;
         let d = |a: u64, b: u64| a.saturating_sub(b);
         let ack_calls = d(cur.ack_calls, prev.ack_calls);
