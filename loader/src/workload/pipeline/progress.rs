@@ -176,11 +176,11 @@ impl ProgressSource for PipelineProgress {
                 .map(|x| x.to_string())
                 .collect::<Vec<_>>()
                 .join(","),
-            q(&lag, 0.99),
-            q(&e2e[0], 0.5),
-            q(&e2e[0], 0.99),
-            q(&e2e[1], 0.5),
-            q(&e2e[1], 0.99),
+            q(lag, 0.99),
+            q(e2e[0], 0.5),
+            q(e2e[0], 0.99),
+            q(e2e[1], 0.5),
+            q(e2e[1], 0.99),
         );
         let line = show.then(|| {
             format!(
@@ -192,11 +192,11 @@ impl ProgressSource for PipelineProgress {
                 cur.shed - prev.shed,
                 cur.errors - prev.errors,
                 lag_msgs.max(0),
-                q(&lag, 0.99),
-                q(&e2e[0], 0.5),
-                q(&e2e[0], 0.99),
-                q(&e2e[1], 0.5),
-                q(&e2e[1], 0.99),
+                q(lag, 0.99),
+                q(e2e[0], 0.5),
+                q(e2e[0], 0.99),
+                q(e2e[1], 0.5),
+                q(e2e[1], 0.99),
             )
         });
         Second {
