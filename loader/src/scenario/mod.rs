@@ -211,10 +211,18 @@ pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, Scen
     }
     reject_pipeline_only_fields(&value)?;
     let sections = take_system_sections(&mut value);
-    let mut scenario: Scenario = serde_yaml::from_value(value).map_err(|e| {
-        let message = format!("{e} (fields are listed in docs/scenarios.md)");
-        match set_behind(&e.to_string(), sets) {
-            // The unknown field came from the command line, not from the file.
+    let mut scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        // The dotted path of the field that failed (`stream.push.pacer`), so a bad
+        // value is named by its field, not only by what was wrong with it.
+        let field = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let message = if field.is_empty() || field == "." {
+            format!("{inner} (fields are listed in docs/scenarios.md)")
+        } else {
+            format!("field `{field}`: {inner} (fields are listed in docs/scenarios.md)")
+        };
+        match set_behind(&inner, sets).or_else(|| set_of(&field, sets)) {
+            // The bad field came from the command line, not from the file.
             Some(arg) => ScenarioError::Set {
                 arg: arg.clone(),
                 message,
@@ -284,6 +292,13 @@ fn set_behind<'a>(error: &str, sets: &'a [String]) -> Option<&'a String> {
         arg.split_once('=')
             .is_some_and(|(path, _)| path.split('.').any(|p| p == field))
     })
+}
+
+/// The `--set` whose dotted path is `field`: the last one wins, as when applied.
+fn set_of<'a>(field: &str, sets: &'a [String]) -> Option<&'a String> {
+    sets.iter()
+        .rev()
+        .find(|arg| arg.split_once('=').is_some_and(|(path, _)| path == field))
 }
 
 /// A stream scenario that sets a pipeline-only field is told where the knob lives.
@@ -431,6 +446,23 @@ mod tests {
         );
         let e = parse(&format!("{MIN}ratee: 5\n"), "t", &[]).unwrap_err();
         assert!(matches!(&e, ScenarioError::Parse { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_field_and_where_it_came_from() {
+        // In the file: the file is blamed, the field is named by its dotted path.
+        let text = format!("{MIN}durability: weird\n");
+        let e = parse(&text, "t", &[]).unwrap_err();
+        assert!(matches!(&e, ScenarioError::Parse { .. }), "{e}");
+        assert!(e.to_string().contains("field `durability`"), "{e}");
+        // From --set, nested: the argument is blamed and the field named.
+        let stream = "name: t\nsystem: mem\nworkload: stream\nrate: 100\nduration: 2s\nstream:\n  partitions:\n    fixed: 10\n";
+        let e = parse(stream, "t", &["stream.push.pacer=fast".into()]).unwrap_err();
+        assert!(
+            matches!(&e, ScenarioError::Set { arg, .. } if arg == "stream.push.pacer=fast"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("field `stream.push.pacer`"), "{e}");
     }
 
     #[test]
