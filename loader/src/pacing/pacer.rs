@@ -290,13 +290,9 @@ impl Paced {
         E: FnMut(Slot) -> bool + Send + 'static,
     {
         crate::pacing::priority::note_task_pacer();
-        let stop = Arc::new(AtomicBool::new(false));
-        let driver = Driver::Task(tokio::spawn(run_as_task(pacer, stop.clone())));
-        Paced {
-            driver: Some(driver),
-            workers,
-            stop,
-        }
+        // Virtual time's driver is this same task; on a real-time runtime its timer is
+        // the real one.
+        Paced::start(pacer, workers, Timing::Virtual)
     }
 
     /// A pacer stepped by a shared thread: `done` closes when the thread has dropped

@@ -59,8 +59,9 @@ pub struct PushSection {
 /// to a runtime worker: two thread wake-ups per request, the schedule lag of the VM's
 /// timer (p99 about 0.3–0.5 ms here). `runtime`: a task on the loader's runtime that
 /// sleeps on tokio's timer (whole milliseconds, rounded up), so a request goes out up
-/// to about 1 ms after its due instant, and the worker that wakes for the timer runs
-/// the hand-over itself: one wake-up per request. Latencies are measured from the
+/// to about 1 ms after its due instant plus the wake-up (schedule lag p99 1.2–2.1 ms
+/// here), and the worker that wakes for the timer runs the hand-over itself: one
+/// wake-up per request. Latencies are measured from the
 /// scheduled instant either way, so the later hand-over shows in them and in the
 /// schedule lag, never hidden. docs/performance.md ("The harness tax per adapter") has
 /// what each costs.

@@ -1,7 +1,8 @@
 //! The stream producer: one pacer (a thread of its own, or a task on the runtime's
 //! timer: `stream.push.pacer`) follows the open-loop schedule of push requests and
-//! hands each to the push worker that owns its partitions, never waiting. A worker whose queue is full sheds the request whole (counted in
-//! messages, no seq consumed, so shedding never creates gaps). Every message is
+//! hands each to the push worker that owns its partitions, never waiting. A worker
+//! whose queue is full sheds the request whole (counted in messages, no seq consumed,
+//! so shedding never creates gaps). Every message is
 //! stamped with its request's *scheduled* instant, so push and end-to-end latencies
 //! are corrected for coordinated omission. `offered = published + shed + failed`.
 
