@@ -29,9 +29,11 @@ pub struct PipelineProgress {
     /// Consumer streams one published event reaches (6).
     pub streams_per_flow: u64,
     prev: Totals,
-    /// The second's histograms, reused every second: e2e A, e2e B, schedule lag,
-    /// then one entry age per stream of `defs`.
-    intervals: Vec<Histogram<u64>>,
+    /// The second's histograms, reused every second: e2e of flows A and B, the
+    /// schedule lag, and the entry age of each stream of `defs`.
+    e2e_interval: [Histogram<u64>; 2],
+    lag_interval: Histogram<u64>,
+    age_intervals: Vec<Histogram<u64>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -61,9 +63,11 @@ impl PipelineProgress {
             metrics,
             streams_per_flow,
             prev: Totals::default(),
-            intervals: Vec::new(),
+            e2e_interval: [new_hist(), new_hist()],
+            lag_interval: new_hist(),
+            age_intervals: Vec::new(),
         };
-        p.intervals = (0..3 + p.defs.len()).map(|_| new_hist()).collect();
+        p.age_intervals = p.defs.iter().map(|_| new_hist()).collect();
         p.prev = p.totals();
         p
     }
@@ -131,25 +135,20 @@ impl ProgressSource for PipelineProgress {
         let cur = self.totals();
         let prev = std::mem::replace(&mut self.prev, cur.clone());
         let m = &self.metrics;
-        let [e2e_a, e2e_b, lag_h, ages @ ..] = &mut self.intervals[..] else {
-            unreachable!("three histograms and one per stream, made by new")
-        };
-        m.e2e[0].take_interval_into(e2e_a);
-        m.e2e[1].take_interval_into(e2e_b);
-        m.schedule_lag.take_interval_into(lag_h);
-        for (i, h) in ages.iter_mut().enumerate() {
-            m.age[i].take_interval_into(h);
+        for (metric, h) in m.e2e.iter().zip(&mut self.e2e_interval) {
+            metric.take_interval_into(h);
         }
-        let [e2e_a, e2e_b, lag, ages @ ..] = &self.intervals[..] else {
-            unreachable!("three histograms and one per stream, made by new")
-        };
-        let e2e = [e2e_a, e2e_b];
+        m.schedule_lag.take_interval_into(&mut self.lag_interval);
+        for (metric, h) in m.age.iter().zip(&mut self.age_intervals) {
+            metric.take_interval_into(h);
+        }
+        let (e2e, lag) = (&self.e2e_interval, &self.lag_interval);
         let mut intervals = vec![
-            (0, "A".to_string(), e2e_a),
-            (0, "B".to_string(), e2e_b),
+            (0, "A".to_string(), &e2e[0]),
+            (0, "B".to_string(), &e2e[1]),
             (1, "lag".to_string(), lag),
         ];
-        for (d, h) in self.defs.iter().zip(ages) {
+        for (d, h) in self.defs.iter().zip(&self.age_intervals) {
             intervals.push((2, d.name(), h));
         }
         let q = quantile_ms;
@@ -177,10 +176,10 @@ impl ProgressSource for PipelineProgress {
                 .collect::<Vec<_>>()
                 .join(","),
             q(lag, 0.99),
-            q(e2e[0], 0.5),
-            q(e2e[0], 0.99),
-            q(e2e[1], 0.5),
-            q(e2e[1], 0.99),
+            q(&e2e[0], 0.5),
+            q(&e2e[0], 0.99),
+            q(&e2e[1], 0.5),
+            q(&e2e[1], 0.99),
         );
         let line = show.then(|| {
             format!(
@@ -193,10 +192,10 @@ impl ProgressSource for PipelineProgress {
                 cur.errors - prev.errors,
                 lag_msgs.max(0),
                 q(lag, 0.99),
-                q(e2e[0], 0.5),
-                q(e2e[0], 0.99),
-                q(e2e[1], 0.5),
-                q(e2e[1], 0.99),
+                q(&e2e[0], 0.5),
+                q(&e2e[0], 0.99),
+                q(&e2e[1], 0.5),
+                q(&e2e[1], 0.99),
             )
         });
         Second {
