@@ -129,15 +129,10 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         return ceiling::run_campaign(req, &file, spec, &arms, &dir);
     }
     if req.dry_run && !req.resume {
-        let text = progress::dry_run(&file, &arms, &order, estimate);
-        print!("{text}");
-        return Ok(CampaignDone {
-            exit: Exit::Pass,
+        return Ok(dry_run_done(
+            progress::dry_run(&file, &arms, &order, estimate),
             dir,
-            record: None,
-            text,
-            ran: 0,
-        });
+        ));
     }
 
     let mut rec = if req.resume {
@@ -235,14 +230,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
                 .filter_map(|&i| arm_of(i).map(|a| (&rec.cells[i], a))),
             estimate,
         );
-        print!("{text}");
-        return Ok(CampaignDone {
-            exit: Exit::Pass,
-            dir,
-            record: None,
-            text,
-            ran: 0,
-        });
+        return Ok(dry_run_done(text, dir));
     }
     rec.status = "running".into();
     rec.ended_utc = None;
@@ -325,6 +313,18 @@ fn check_rerun(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
         }
     }
     Ok(())
+}
+
+/// A `--dry-run`'s end: its listing printed, nothing run or written.
+fn dry_run_done(text: String, dir: PathBuf) -> CampaignDone {
+    print!("{text}");
+    CampaignDone {
+        exit: Exit::Pass,
+        dir,
+        record: None,
+        text,
+        ran: 0,
+    }
 }
 
 /// Whether `--only` (none: every arm) selects `arm`.
