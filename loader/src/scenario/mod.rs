@@ -221,7 +221,7 @@ pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, Scen
         } else {
             format!("field `{field}`: {inner} (fields are listed in docs/scenarios.md)")
         };
-        match set_behind(&inner, sets).or_else(|| set_of(&field, sets)) {
+        match set_behind(&field, sets) {
             // The bad field came from the command line, not from the file.
             Some(arg) => ScenarioError::Set {
                 arg: arg.clone(),
@@ -285,20 +285,18 @@ fn system_options(
     Ok(own)
 }
 
-/// The `--set` argument that named the unknown field of a parse error, if one did.
-fn set_behind<'a>(error: &str, sets: &'a [String]) -> Option<&'a String> {
-    let field = error.split("unknown field `").nth(1)?.split('`').next()?;
-    sets.iter().find(|arg| {
+/// The `--set` behind a parse error at `field` (a dotted path, `[i]` for an item):
+/// the last one that set that path, a path below it (an unknown key it went through)
+/// or a path above it (a whole section or list it gave).
+fn set_behind<'a>(field: &str, sets: &'a [String]) -> Option<&'a String> {
+    let under = |deep: &str, top: &str| {
+        deep.strip_prefix(top)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    };
+    sets.iter().rev().find(|arg| {
         arg.split_once('=')
-            .is_some_and(|(path, _)| path.split('.').any(|p| p == field))
+            .is_some_and(|(path, _)| under(path, field) || under(field, path))
     })
-}
-
-/// The `--set` whose dotted path is `field`: the last one wins, as when applied.
-fn set_of<'a>(field: &str, sets: &'a [String]) -> Option<&'a String> {
-    sets.iter()
-        .rev()
-        .find(|arg| arg.split_once('=').is_some_and(|(path, _)| path == field))
 }
 
 /// A stream scenario that sets a pipeline-only field is told where the knob lives.
