@@ -96,6 +96,7 @@ pub async fn run<W: Workload>(
     let s = &loaded.scenario;
     let dir = opts.out.clone();
     let clock = Clock::anchor();
+    crate::pacing::priority::forget();
     let mut inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
     crate::record::incomplete::begin(&dir);
     let sampling = crate::measure::sampling::start(s, &dir)?;

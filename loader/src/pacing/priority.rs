@@ -48,6 +48,15 @@ fn name(level: u8) -> &'static str {
     }
 }
 
+/// Forget what earlier cells' pacers got: called as each cell starts, so the cells of
+/// a campaign, run one after another in one process, each report their own pacers.
+/// (The record is process-wide: cells run at once in one process, as the in-process
+/// tests run them, share it.)
+pub fn forget() {
+    GOT.store(0, Ordering::Relaxed);
+    AS_TASK.store(false, Ordering::Relaxed);
+}
+
 /// Note that a pacer runs as a task of the runtime (`stream.push.pacer: runtime`).
 pub fn note_task_pacer() {
     AS_TASK.store(true, Ordering::Relaxed);
