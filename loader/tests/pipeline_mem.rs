@@ -19,6 +19,28 @@ fn run(scn: &Path, sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
     (code, serde_json::from_str(&json).unwrap(), tmp)
 }
 
+/// As [`run`], as a process of its own, as `crossbench run` is: what the pacers got
+/// (`loader.pacer_priority`) is recorded process-wide, and this binary's other tests
+/// run cells beside it.
+fn run_process(scn: &Path, sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cell");
+    let mut cmd = support::binary();
+    cmd.arg("run").arg(scn);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.arg("--out").arg(&dir).arg("-q").output().unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    let json = std::fs::read_to_string(dir.join("result.json")).unwrap_or_else(|e| {
+        panic!(
+            "no result.json ({e}); exit {code}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (code, serde_json::from_str(&json).unwrap(), tmp)
+}
+
 #[test]
 fn smoke_passes_and_leaves_a_complete_record() {
     let (code, r, tmp) = run(
@@ -219,17 +241,32 @@ fn slow_publishers_shed_and_the_identity_holds() {
 /// rate fails all three.
 #[test]
 fn control_dense_holds_its_full_rate_on_the_control_broker() {
+    control_dense_holds_its_full_rate(&[], "fifo|nice|normal");
+}
+
+/// The same cell with its work timer and pacers on the runtime's `timerfd`
+/// (`clock: runtime`): the pacers are then tasks, and the record says so.
+#[test]
+fn control_dense_holds_its_full_rate_on_the_runtime_clock() {
+    control_dense_holds_its_full_rate(&["clock=runtime"], "task");
+}
+
+fn control_dense_holds_its_full_rate(extra: &[&str], priorities: &str) {
     const ATTEMPTS: usize = 3;
     let mut missed = Vec::new();
     for attempt in 1..=ATTEMPTS {
-        let (code, r, _tmp) = run(
-            &scenario("control-dense.yaml"),
-            &[
-                "duration=6s",
-                "warmup=2s",
-                "ramp=1s",
-                "void.loader_cpu_max=1",
-            ],
+        let mut sets = vec![
+            "duration=6s",
+            "warmup=2s",
+            "ramp=1s",
+            "void.loader_cpu_max=1",
+        ];
+        sets.extend_from_slice(extra);
+        let (code, r, _tmp) = run_process(&scenario("control-dense.yaml"), &sets);
+        let got = r["loader"]["pacer_priority"].as_str().unwrap_or("?");
+        assert!(
+            priorities.split('|').any(|p| p == got),
+            "pacer_priority {got}, expected one of {priorities}"
         );
         let show = support::summary(&r);
         // The checker's verdict, whatever the load did (the outcome may be VOID).

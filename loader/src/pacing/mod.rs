@@ -1,8 +1,10 @@
 //! The open-loop machinery, the same for every workload: the schedule (when each
 //! slot is due), the pacer that releases slots on time without ever waiting for the
 //! system, the priority its thread asks for, the publish-until-accepted loop, and the
-//! work timer that times every stage's simulated work.
+//! work timer that times every stage's simulated work, and the sub-millisecond timer
+//! inside the runtime that either can be driven by.
 
+pub mod fd_timer;
 pub mod pacer;
 pub mod priority;
 pub mod retry;

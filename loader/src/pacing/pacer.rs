@@ -11,9 +11,9 @@
 //! [`Pacer`] is the schedule-following state machine, driven by the elapsed time it
 //! is given (tests drive it with a mock clock); [`Paced`] runs one on its own OS
 //! thread at raised priority, or on a thread it shares with the cell's other clocked
-//! work ([`crate::pacing::work_timer::WorkTimer::pace`]), or as a task on the runtime's
-//! timer: when the cell's time is virtual, or when a stream cell asks for it
-//! (`stream.push.pacer: runtime`, cheaper and coarser).
+//! work ([`crate::pacing::work_timer::WorkTimer::pace`]), or as a task on the runtime:
+//! on its virtual timer when the cell's time is virtual, on a `timerfd` when a stream
+//! cell asks for it (`stream.push.pacer: runtime`: as precise, and cheaper).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use crate::measure::clock::Clock;
 use crate::measure::counters::FlowCounters;
 use crate::measure::histograms::Metric;
 use crate::measure::window::RatedWindow;
+use crate::pacing::fd_timer::FdTimer;
 use crate::pacing::schedule::Schedule;
 
 /// Catch-up cap: a pacer more than this many slots behind skips the excess.
@@ -199,6 +200,26 @@ where
     }
 }
 
+/// Step `pacer` on a `timerfd` in the runtime's I/O driver ([`FdTimer`]): a task, as
+/// [`run_as_task`], with the kernel's sub-millisecond timer.
+async fn run_on_fd<E>(mut pacer: Pacer<E>, stop: Arc<AtomicBool>, mut fd: FdTimer)
+where
+    E: FnMut(Slot) -> bool + Send + 'static,
+{
+    let start = pacer.spec.start;
+    if fd.sleep_until(start).await.is_err() {
+        return run_as_task(pacer, stop).await;
+    }
+    while !stop.load(Ordering::Relaxed) {
+        let Some(wake) = pacer.step(start.elapsed()) else {
+            break;
+        };
+        if fd.sleep_until(start + wake).await.is_err() {
+            return run_as_task(pacer, stop).await;
+        }
+    }
+}
+
 /// A pacer with its emit closure's type erased: what a shared thread steps.
 pub trait Step: Send {
     /// [`Pacer::step`].
@@ -280,18 +301,30 @@ impl Paced {
         }
     }
 
-    /// Run `pacer` beside `workers` as a task of the runtime, on its timer, in real
-    /// or virtual time alike: no thread of its own, so the worker that wakes for the
-    /// timer hands the slots over itself; tokio's timer rounds each wake-up up to the
-    /// next whole millisecond, which the schedule lag shows. Call from inside the
-    /// runtime.
-    pub fn start_as_task<E>(pacer: Pacer<E>, workers: JoinSet<()>) -> Paced
+    /// Run `pacer` beside `workers` as a task of the runtime: no thread of its own, so
+    /// the worker that wakes for it hands the slots over itself. In real time it sleeps
+    /// on a `timerfd` in the runtime's I/O driver ([`FdTimer`]: the kernel's
+    /// sub-millisecond timer, where tokio's rounds each wake-up up to the next whole
+    /// millisecond); in virtual time on the runtime's virtual timer. Call from inside
+    /// the runtime.
+    pub fn start_as_task<E>(pacer: Pacer<E>, workers: JoinSet<()>, timing: Timing) -> Paced
     where
         E: FnMut(Slot) -> bool + Send + 'static,
     {
         crate::pacing::priority::note_task_pacer();
-        // Virtual time's driver is this same task; on a real-time runtime its timer is
-        // the real one.
+        if timing == Timing::Real {
+            // A timerfd that cannot be made (the process is out of descriptors) leaves
+            // the pacer on tokio's timer: coarser, and the schedule lag shows it.
+            if let Ok(fd) = FdTimer::new() {
+                let stop = Arc::new(AtomicBool::new(false));
+                let driver = Driver::Task(tokio::spawn(run_on_fd(pacer, stop.clone(), fd)));
+                return Paced {
+                    driver: Some(driver),
+                    workers,
+                    stop,
+                };
+            }
+        }
         Paced::start(pacer, workers, Timing::Virtual)
     }
 

@@ -19,6 +19,9 @@
 //!   due, where tokio's millisecond timer rounds every sleep up by up to 1 ms. The
 //!   same thread steps the cell's pacers ([`WorkTimer::pace`]), at their raised
 //!   priority, so one thread wakes where three did;
+//! - or, when the scenario says `clock: runtime`, one task on the runtime sleeping on
+//!   a `timerfd` in its I/O driver ([`FdTimer`]): as precise, one thread switch per
+//!   look instead of two, at the runtime's priority rather than raised;
 //! - in the runtime's paused virtual time (deterministic tests), one task sleeping to
 //!   the next instant due, so virtual work times are exact.
 //!
@@ -40,6 +43,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::pacing::fd_timer::FdTimer;
 use crate::pacing::pacer::{Paced, Pacer, Slot, Step, Timing, MIN_TICK};
 
 /// The real-time thread's least sleep between two looks, the pacers' own (see
@@ -233,10 +237,23 @@ struct State {
     wake_at: Option<Instant>,
 }
 
+/// What drives the timer in real time (in virtual time a task on the virtual timer
+/// always does): a thread of its own at the pacers' raised priority, or a task on the
+/// runtime sleeping on a `timerfd` ([`FdTimer`]). The scenario's `clock` chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Drive {
+    #[default]
+    Thread,
+    Runtime,
+}
+
 /// How the timer's driver is woken.
 #[derive(Debug)]
 enum Driver {
     Thread(std::thread::Thread),
+    /// A task on the runtime, on a `timerfd` (real time, [`FdTimer`]).
+    Runtime,
+    /// A task on the runtime's virtual timer.
     Task,
 }
 
@@ -244,7 +261,7 @@ impl Driver {
     fn wake(&self, shared: &Shared) {
         match self {
             Driver::Thread(t) => t.unpark(),
-            Driver::Task => shared.notify.notify_one(),
+            Driver::Runtime | Driver::Task => shared.notify.notify_one(),
         }
     }
 }
@@ -259,7 +276,7 @@ pub struct WorkTimer {
 impl WorkTimer {
     /// A timer over `lanes`' stages, driven in `timing`'s time. Call from inside the
     /// runtime (the virtual-time driver is a task of it).
-    pub fn start(lanes: Lanes, timing: Timing) -> std::io::Result<Arc<WorkTimer>> {
+    pub fn start(lanes: Lanes, timing: Timing, drive: Drive) -> std::io::Result<Arc<WorkTimer>> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 lanes,
@@ -270,6 +287,11 @@ impl WorkTimer {
             notify: Notify::new(),
         });
         let driver = match timing {
+            Timing::Real if drive == Drive::Runtime => {
+                let fd = FdTimer::new()?;
+                tokio::spawn(drive_runtime(shared.clone(), fd));
+                Driver::Runtime
+            }
             Timing::Real => {
                 let s = shared.clone();
                 let h = std::thread::Builder::new()
@@ -320,7 +342,7 @@ impl WorkTimer {
         E: FnMut(Slot) -> bool + Send + 'static,
     {
         match &self.driver {
-            Driver::Thread(t) => {
+            Driver::Thread(_) | Driver::Runtime => {
                 let stop = Arc::new(AtomicBool::new(false));
                 let (done, rx) = tokio::sync::oneshot::channel();
                 self.shared.pacers.lock().push(Attached {
@@ -329,7 +351,7 @@ impl WorkTimer {
                     stop: stop.clone(),
                     _done: done,
                 });
-                t.unpark();
+                self.driver.wake(&self.shared);
                 Paced::shared(rx, workers, stop)
             }
             Driver::Task => Paced::start(pacer, workers, Timing::Virtual),
@@ -436,6 +458,38 @@ fn drive_thread(shared: &Shared) {
         std::thread::park_timeout(sleep);
     }
     // Pacers still attached end with the timer (their Paced sees them done).
+    shared.pacers.lock().clear();
+}
+
+/// The real-time driver as a task of the runtime: as [`drive_thread`], sleeping on a
+/// `timerfd` in the runtime's I/O driver instead of parking a thread of its own.
+async fn drive_runtime(shared: Arc<Shared>, mut fd: FdTimer) {
+    crate::pacing::priority::note_task_pacer();
+    let mut woken = Vec::with_capacity(256);
+    while !shared.shutdown.load(Ordering::Acquire) {
+        let notified = shared.notify.notified();
+        let now = Instant::now();
+        let paced = step_pacers(&shared, now);
+        let next = step(&shared, now, TICK, paced, &mut woken);
+        for w in woken.drain(..) {
+            w.wake();
+        }
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    r = fd.sleep_until(at.max(now + TICK)) => {
+                        if r.is_err() {
+                            // The timerfd failed (it does not, short of the process's
+                            // descriptors running out): fall back to tokio's timer.
+                            tokio::time::sleep_until(at.max(now + TICK)).await;
+                        }
+                    }
+                    _ = notified => {}
+                }
+            }
+            None => notified.await,
+        }
+    }
     shared.pacers.lock().clear();
 }
 
@@ -559,7 +613,7 @@ mod tests {
     async fn in_virtual_time_work_takes_exactly_its_duration() {
         let mut lanes = Lanes::default();
         let g = lanes.add_group(4);
-        let timer = WorkTimer::start(lanes, Timing::Virtual).unwrap();
+        let timer = WorkTimer::start(lanes, Timing::Virtual, Drive::Thread).unwrap();
         let t0 = Instant::now();
         timer.work(g, &[ms(15), ms(7)]).await;
         assert_eq!(t0.elapsed(), ms(15));
@@ -625,10 +679,19 @@ mod tests {
 
     #[test]
     fn pacers_on_the_timer_thread_run_their_schedule_and_stop_when_told() {
+        pacers_on_the_timer_run_their_schedule_and_stop_when_told(Drive::Thread);
+    }
+
+    #[test]
+    fn pacers_on_the_runtime_clock_run_their_schedule_and_stop_when_told() {
+        pacers_on_the_timer_run_their_schedule_and_stop_when_told(Drive::Runtime);
+    }
+
+    fn pacers_on_the_timer_run_their_schedule_and_stop_when_told(drive: Drive) {
         two_workers().block_on(async {
             let mut lanes = Lanes::default();
             let g = lanes.add_group(4);
-            let timer = WorkTimer::start(lanes, Timing::Real).unwrap();
+            let timer = WorkTimer::start(lanes, Timing::Real, drive).unwrap();
             let (a, seen_a) = counting_pacer(2000.0, ms(100));
             let (b, seen_b) = counting_pacer(1000.0, Duration::from_secs(3600));
             let pa = timer.pace(a, JoinSet::new());
@@ -646,8 +709,14 @@ mod tests {
 
     #[test]
     fn a_pacer_attached_before_its_start_releases_nothing_until_then() {
+        for drive in [Drive::Thread, Drive::Runtime] {
+            a_pacer_attached_early_waits(drive);
+        }
+    }
+
+    fn a_pacer_attached_early_waits(drive: Drive) {
         two_workers().block_on(async {
-            let timer = WorkTimer::start(Lanes::default(), Timing::Real).unwrap();
+            let timer = WorkTimer::start(Lanes::default(), Timing::Real, drive).unwrap();
             let (p, seen) = counting_pacer_from(1000.0, ms(50), ms(400));
             let paced = timer.pace(p, JoinSet::new());
             // Slot 0 is due at the start, not when the pacer is attached.
@@ -660,10 +729,19 @@ mod tests {
 
     #[test]
     fn in_real_time_work_ends_after_its_duration_and_within_a_bounded_overrun() {
+        work_ends_after_its_duration_and_within_a_bounded_overrun(Drive::Thread);
+    }
+
+    #[test]
+    fn on_the_runtime_clock_work_ends_after_its_duration_and_within_a_bounded_overrun() {
+        work_ends_after_its_duration_and_within_a_bounded_overrun(Drive::Runtime);
+    }
+
+    fn work_ends_after_its_duration_and_within_a_bounded_overrun(drive: Drive) {
         two_workers().block_on(async {
             let mut lanes = Lanes::default();
             let g = lanes.add_group(64);
-            let timer = WorkTimer::start(lanes, Timing::Real).unwrap();
+            let timer = WorkTimer::start(lanes, Timing::Real, drive).unwrap();
             let mut handles = Vec::new();
             for i in 0..50u64 {
                 let timer = timer.clone();

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 pub use dur::Dur;
 pub use faults::{FaultKind, FaultSpec, ProxySection, Toxic, Victim};
 pub use sections::{
-    split_target, Accept, Drain, FleetTopology, HeldRule, Hot, LoadersSection, SampleSection,
-    VoidRule, WorkloadKind,
+    split_target, Accept, ClockDrive, Drain, FleetTopology, HeldRule, Hot, LoadersSection,
+    SampleSection, VoidRule, WorkloadKind,
 };
 pub use stream::StreamSection;
 
@@ -106,6 +106,9 @@ pub struct Scenario {
     /// Runtime worker threads for the loader (0 = one per core).
     #[serde(default)]
     pub threads: u64,
+    /// What wakes a pipeline cell's work timer and pacers in real time ([`ClockDrive`]).
+    #[serde(default, skip_serializing_if = "ClockDrive::is_default")]
+    pub clock: ClockDrive,
     /// Resource sampling.
     #[serde(default)]
     pub sample: SampleSection,
@@ -461,6 +464,23 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("field `stream.push.pacer`"), "{e}");
+    }
+
+    #[test]
+    fn the_clock_is_a_pipeline_choice() {
+        let ok = parse(&format!("{MIN}clock: runtime\n"), "t", &[]).unwrap();
+        assert_eq!(ok.clock, ClockDrive::Runtime);
+        let e = parse(MIN, "t", &["clock=fast".into()]).unwrap_err();
+        assert!(e.to_string().contains("field `clock`"), "{e}");
+        // A stream cell's pacer is stream.push.pacer: the clock is refused there,
+        // naming the field and the fix.
+        let stream = "name: t\nsystem: mem\nworkload: stream\nrate: 100\nduration: 2s\nclock: runtime\nstream:\n  partitions:\n    fixed: 10\n";
+        let e = parse(stream, "t", &[]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("clock") && text.contains("stream.push.pacer"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -27,6 +27,31 @@ impl WorkloadKind {
     }
 }
 
+/// What wakes a pipeline cell's clocked work in real time: the stages' work timer and
+/// the flows' pacers (SPEC.md §1.2, §4.1).
+///
+/// `thread`: one OS thread of the cell's own at raised priority, which sleeps with the
+/// kernel's sub-millisecond timer and wakes the runtime workers that run what it
+/// released (two thread switches per look before any work is done). `runtime`: a task
+/// on the loader's runtime sleeping on a `timerfd` in the runtime's I/O driver, as
+/// precise, one switch per look, and what it releases runs on the worker it woke; it
+/// runs at the runtime's priority, not raised, so a busy runtime delays it, which the
+/// schedule lag shows. Measured on control-dense (docs/performance.md): with one
+/// runtime worker (`threads: 1`) it is the cheaper; with two it is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockDrive {
+    #[default]
+    Thread,
+    Runtime,
+}
+
+impl ClockDrive {
+    pub fn is_default(&self) -> bool {
+        *self == ClockDrive::Thread
+    }
+}
+
 /// What the scenario accepts as delivery semantics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]

@@ -56,15 +56,15 @@ pub struct PushSection {
 ///
 /// `thread`: an OS thread of its own at raised priority, which sleeps to each
 /// request's due instant with the kernel's sub-millisecond timer and hands the request
-/// to a runtime worker: two thread wake-ups per request, the schedule lag of the VM's
-/// timer (p99 about 0.3–0.5 ms here). `runtime`: a task on the loader's runtime that
-/// sleeps on tokio's timer (whole milliseconds, rounded up), so a request goes out up
-/// to about 1 ms after its due instant plus the wake-up (schedule lag p99 1.2–2.1 ms
-/// here), and the worker that wakes for the timer runs the hand-over itself: one
-/// wake-up per request. Latencies are measured from the
-/// scheduled instant either way, so the later hand-over shows in them and in the
-/// schedule lag, never hidden. docs/performance.md ("The harness tax per adapter") has
-/// what each costs.
+/// to a runtime worker: two thread wake-ups per request. `runtime`: a task on the
+/// loader's runtime sleeping on a `timerfd` in the runtime's I/O driver, the same
+/// kernel timer, so as precise while the runtime has room; the worker the timer wakes
+/// runs the hand-over itself (one wake-up per request), at the runtime's priority,
+/// not raised, so a busy runtime delays it. (Until 2026-12-03 `runtime` slept on
+/// tokio's millisecond timer: schedule lag p99 1.2–2.1 ms.) Latencies are measured
+/// from the scheduled instant either way, so a later hand-over shows in them and in
+/// the schedule lag, never hidden. docs/performance.md ("The harness tax per adapter")
+/// has what each costs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PacerDrive {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::scenario::sections::{split_target, WorkloadKind};
+use crate::scenario::sections::{split_target, ClockDrive, WorkloadKind};
 use crate::scenario::{invalid, Scenario, ScenarioError};
 
 /// Check every number before anything starts.
@@ -105,6 +105,12 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     }
     if s.threads > 256 {
         return Err(invalid("threads", "must be at most 256 (0 = one per core)"));
+    }
+    if s.clock != ClockDrive::Thread && s.workload == WorkloadKind::Stream {
+        return Err(invalid(
+            "clock",
+            "applies to workload: pipeline; a stream cell's pacer is chosen by stream.push.pacer (remove clock)",
+        ));
     }
     if s.prefix.chars().any(|c| c.is_whitespace() || c == '/') {
         return Err(invalid("prefix", "must not contain whitespace or '/'"));

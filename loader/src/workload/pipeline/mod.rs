@@ -37,10 +37,10 @@ use crate::measure::counters::FlowCounters;
 use crate::measure::outcomes::Outcomes;
 use crate::measure::phase::Phase;
 use crate::pacing::pacer::Paced;
-use crate::pacing::work_timer::{Lanes, WorkTimer};
+use crate::pacing::work_timer::{Drive, Lanes, WorkTimer};
 use crate::record::result::CellResult;
 use crate::record::stream_log::StreamLogs;
-use crate::scenario::Scenario;
+use crate::scenario::{ClockDrive, Scenario};
 use crate::workload::stamp::rates_padding;
 
 use figures::{Latency, PipelineBody, Shape, Skew, StreamFigures, Throughput};
@@ -277,7 +277,12 @@ impl Workload for Pipeline {
             .iter()
             .map(|sp| lanes.add_group(sp.lane_budget as usize))
             .collect();
-        let timer = WorkTimer::start(lanes, env.timing).context("starting the work timer")?;
+        let drive = match self.s.clock {
+            ClockDrive::Thread => Drive::Thread,
+            ClockDrive::Runtime => Drive::Runtime,
+        };
+        let timer =
+            WorkTimer::start(lanes, env.timing, drive).context("starting the work timer")?;
         self.timer = Some(timer.clone());
         let stage_env = StageEnv {
             broker: env.broker.clone(),

@@ -176,7 +176,7 @@ pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> 
     );
     match plan.drive {
         PacerDrive::Thread => Paced::start(pacer, workers, timing),
-        PacerDrive::Runtime => Paced::start_as_task(pacer, workers),
+        PacerDrive::Runtime => Paced::start_as_task(pacer, workers, timing),
     }
 }
 
