@@ -26,7 +26,7 @@ use loader::campaign::file::{CampaignError, CampaignFile};
 use loader::measure::clock::Clock;
 use loader::measure::window::RatedWindow;
 use loader::pacing::pacer::Timing;
-use loader::pacing::work_timer::{Lanes, WorkTimer};
+use loader::pacing::work_timer::{Drive, Lanes, WorkTimer};
 use loader::record::stream_log::StreamLogs;
 use loader::scenario::{self, ScenarioError};
 use loader::workload::pipeline::metrics::Metrics;
@@ -812,7 +812,7 @@ fn fuzz_pipeline_stage() {
     let mut lanes = Lanes::default();
     let group = lanes.add_group(4);
     let timer = rt
-        .block_on(async { WorkTimer::start(lanes, Timing::Virtual) })
+        .block_on(async { WorkTimer::start(lanes, Timing::Virtual, Drive::Thread) })
         .unwrap();
     let env = StageEnv {
         broker: Arc::new(MemBroker::new(MemOptions::default())),
