@@ -110,6 +110,46 @@ impl FdTimer {
     }
 }
 
+/// A task's sleep on the runtime: on a [`FdTimer`] while it has one that works, else on
+/// tokio's timer (whole milliseconds, rounded up; the only one virtual time has). A
+/// timerfd that fails is dropped and tokio's timer serves from then on: coarser, which
+/// the schedule lag shows.
+#[derive(Debug)]
+pub struct RuntimeSleep {
+    fd: Option<FdTimer>,
+}
+
+impl RuntimeSleep {
+    /// Sleep on `fd`.
+    pub fn on(fd: FdTimer) -> RuntimeSleep {
+        RuntimeSleep { fd: Some(fd) }
+    }
+
+    /// Sleep on a new timerfd, or on tokio's timer if none can be made (the process is
+    /// out of descriptors).
+    pub fn fine() -> RuntimeSleep {
+        RuntimeSleep {
+            fd: FdTimer::new().ok(),
+        }
+    }
+
+    /// Sleep on tokio's timer (virtual time).
+    pub fn tokio() -> RuntimeSleep {
+        RuntimeSleep { fd: None }
+    }
+
+    /// Sleep until `at`.
+    pub async fn sleep_until(&mut self, at: Instant) {
+        if let Some(fd) = &mut self.fd {
+            if fd.sleep_until(at).await.is_ok() {
+                return;
+            }
+            self.fd = None;
+        }
+        tokio::time::sleep_until(at).await;
+    }
+}
+
 /// Read a timerfd's expiration count (WouldBlock when it has not expired).
 fn read_expirations(fd: i32) -> io::Result<u64> {
     let mut n = 0u64;

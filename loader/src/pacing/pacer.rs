@@ -27,7 +27,7 @@ use crate::measure::clock::Clock;
 use crate::measure::counters::FlowCounters;
 use crate::measure::histograms::Metric;
 use crate::measure::window::RatedWindow;
-use crate::pacing::fd_timer::FdTimer;
+use crate::pacing::fd_timer::RuntimeSleep;
 use crate::pacing::schedule::Schedule;
 
 /// Catch-up cap: a pacer more than this many slots behind skips the excess.
@@ -185,38 +185,19 @@ impl<E: FnMut(Slot) -> bool + Send + 'static> Pacer<E> {
     }
 }
 
-/// Step `pacer` on the runtime's timer until its schedule is done or `stop` is set.
-async fn run_as_task<E>(mut pacer: Pacer<E>, stop: Arc<AtomicBool>)
+/// Step `pacer` as a task of the runtime, sleeping with `sleep`, until its schedule is
+/// done or `stop` is set.
+async fn run_as_task<E>(mut pacer: Pacer<E>, stop: Arc<AtomicBool>, mut sleep: RuntimeSleep)
 where
     E: FnMut(Slot) -> bool + Send + 'static,
 {
     let start = pacer.spec.start;
-    tokio::time::sleep_until(start).await;
+    sleep.sleep_until(start).await;
     while !stop.load(Ordering::Relaxed) {
         let Some(wake) = pacer.step(start.elapsed()) else {
             break;
         };
-        tokio::time::sleep_until(start + wake).await;
-    }
-}
-
-/// Step `pacer` on a `timerfd` in the runtime's I/O driver ([`FdTimer`]): a task, as
-/// [`run_as_task`], with the kernel's sub-millisecond timer.
-async fn run_on_fd<E>(mut pacer: Pacer<E>, stop: Arc<AtomicBool>, mut fd: FdTimer)
-where
-    E: FnMut(Slot) -> bool + Send + 'static,
-{
-    let start = pacer.spec.start;
-    if fd.sleep_until(start).await.is_err() {
-        return run_as_task(pacer, stop).await;
-    }
-    while !stop.load(Ordering::Relaxed) {
-        let Some(wake) = pacer.step(start.elapsed()) else {
-            break;
-        };
-        if fd.sleep_until(start + wake).await.is_err() {
-            return run_as_task(pacer, stop).await;
-        }
+        sleep.sleep_until(start + wake).await;
     }
 }
 
@@ -292,7 +273,11 @@ impl Paced {
                     .expect("spawn pacer thread");
                 Driver::Thread(h)
             }
-            Timing::Virtual => Driver::Task(tokio::spawn(run_as_task(pacer, flag))),
+            Timing::Virtual => Driver::Task(tokio::spawn(run_as_task(
+                pacer,
+                flag,
+                RuntimeSleep::tokio(),
+            ))),
         };
         Paced {
             driver: Some(driver),
@@ -303,7 +288,7 @@ impl Paced {
 
     /// Run `pacer` beside `workers` as a task of the runtime: no thread of its own, so
     /// the worker that wakes for it hands the slots over itself. In real time it sleeps
-    /// on a `timerfd` in the runtime's I/O driver ([`FdTimer`]: the kernel's
+    /// on a `timerfd` in the runtime's I/O driver ([`RuntimeSleep`]: the kernel's
     /// sub-millisecond timer, where tokio's rounds each wake-up up to the next whole
     /// millisecond); in virtual time on the runtime's virtual timer. Call from inside
     /// the runtime.
@@ -312,20 +297,17 @@ impl Paced {
         E: FnMut(Slot) -> bool + Send + 'static,
     {
         crate::pacing::priority::note_task_pacer();
-        if timing == Timing::Real {
-            // A timerfd that cannot be made (the process is out of descriptors) leaves
-            // the pacer on tokio's timer: coarser, and the schedule lag shows it.
-            if let Ok(fd) = FdTimer::new() {
-                let stop = Arc::new(AtomicBool::new(false));
-                let driver = Driver::Task(tokio::spawn(run_on_fd(pacer, stop.clone(), fd)));
-                return Paced {
-                    driver: Some(driver),
-                    workers,
-                    stop,
-                };
-            }
+        let sleep = match timing {
+            Timing::Real => RuntimeSleep::fine(),
+            Timing::Virtual => RuntimeSleep::tokio(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let driver = Driver::Task(tokio::spawn(run_as_task(pacer, stop.clone(), sleep)));
+        Paced {
+            driver: Some(driver),
+            workers,
+            stop,
         }
-        Paced::start(pacer, workers, Timing::Virtual)
     }
 
     /// A pacer stepped by a shared thread: `done` closes when the thread has dropped

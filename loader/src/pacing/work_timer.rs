@@ -43,7 +43,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::pacing::fd_timer::FdTimer;
+use crate::pacing::fd_timer::{FdTimer, RuntimeSleep};
 use crate::pacing::pacer::{Paced, Pacer, Slot, Step, Timing, MIN_TICK};
 
 /// The real-time thread's least sleep between two looks, the pacers' own (see
@@ -288,8 +288,8 @@ impl WorkTimer {
         });
         let driver = match timing {
             Timing::Real if drive == Drive::Runtime => {
-                let fd = FdTimer::new()?;
-                tokio::spawn(drive_runtime(shared.clone(), fd));
+                let sleep = RuntimeSleep::on(FdTimer::new()?);
+                tokio::spawn(drive_runtime(shared.clone(), sleep));
                 Driver::Runtime
             }
             Timing::Real => {
@@ -463,7 +463,7 @@ fn drive_thread(shared: &Shared) {
 
 /// The real-time driver as a task of the runtime: as [`drive_thread`], sleeping on a
 /// `timerfd` in the runtime's I/O driver instead of parking a thread of its own.
-async fn drive_runtime(shared: Arc<Shared>, mut fd: FdTimer) {
+async fn drive_runtime(shared: Arc<Shared>, mut sleep: RuntimeSleep) {
     crate::pacing::priority::note_task_pacer();
     let mut woken = Vec::with_capacity(256);
     while !shared.shutdown.load(Ordering::Acquire) {
@@ -475,18 +475,11 @@ async fn drive_runtime(shared: Arc<Shared>, mut fd: FdTimer) {
             w.wake();
         }
         match next {
-            Some(at) => {
-                tokio::select! {
-                    r = fd.sleep_until(at.max(now + TICK)) => {
-                        if r.is_err() {
-                            // The timerfd failed (it does not, short of the process's
-                            // descriptors running out): fall back to tokio's timer.
-                            tokio::time::sleep_until(at.max(now + TICK)).await;
-                        }
-                    }
-                    _ = notified => {}
-                }
-            }
+            // Never sooner than a tick, as the thread's floor.
+            Some(at) => tokio::select! {
+                _ = sleep.sleep_until(at.max(now + TICK)) => {}
+                _ = notified => {}
+            },
             None => notified.await,
         }
     }
