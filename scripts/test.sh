@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it began (seconds since the start), so a CI log shows where the
+# 30-minute budget goes.
+step() { printf '\n==> [%4ds] %s\n' "$SECONDS" "$*"; }
 
 step "toolchain"
 cargo --version

@@ -567,3 +567,227 @@ fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
     assert_eq!(arm["system"], "mem", "{arm:#}");
     assert!(arm["text"].is_string() && arm["held"].is_u64(), "{arm:#}");
 }
+
+/// Send `sig` to a child process (a signal is what is under test).
+fn signal(child: &std::process::Child, sig: i32) {
+    let st = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Wait until the cell recorded in `dir` is in its rated window (the campaign may
+/// first wait for the run lock).
+fn wait_rated(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap_or_default();
+        if csv.contains(",rated,") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never reached its rated window",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Ctrl-C in the middle of a ceiling campaign: the campaign stops after the arm it
+/// cut short, says `interrupted` and exits 130; the cut-short cell is not counted as a
+/// rate that did not hold, so that arm has no answer, only the interruption as its
+/// error; the next arm never starts; `--resume` then searches both.
+#[test]
+fn a_sigint_leaves_a_ceiling_campaign_interrupted_and_resume_finishes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = ceiling_campaign_file(tmp.path(), [200, 800]);
+    let out = tmp.path().join("out");
+    let child = support::binary()
+        .args(["campaign", "-q"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The search's first cell is arm a's low end, 200 ev/s.
+    wait_rated(&out.join("a").join("r200-1"));
+    let t0 = Instant::now();
+    signal(&child, 2);
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["status"], "interrupted", "{rec:#}");
+    let a = &rec["arms"][0];
+    assert!(
+        a["text"].is_null() && a["held"].is_null(),
+        "no answer: {a:#}"
+    );
+    assert!(
+        a["error"].as_str().unwrap_or("").contains("interrupted"),
+        "{a:#}"
+    );
+    assert!(
+        !out.join("a").join("ceiling.json").exists(),
+        "no ceiling.json claims an answer"
+    );
+    let b = &rec["arms"][1];
+    assert!(
+        b["started_utc"].is_null() && b["text"].is_null(),
+        "arm b never started: {b:#}"
+    );
+    assert!(stdout.contains("interrupted"), "{stdout}");
+
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.resume = true;
+    req.timing = Timing::Virtual;
+    let done = campaign::execute(&req).expect("the campaign resumes");
+    assert_eq!(done.exit, Exit::Pass);
+    assert_eq!(done.ran, 2, "both arms are searched");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["status"], "complete", "{rec:#}");
+    for a in rec["arms"].as_array().unwrap() {
+        assert!(a["error"].is_null() && a["text"].is_string(), "{a:#}");
+    }
+}
+
+/// Ctrl-C in the middle of a matrix campaign: the cell it cut short is recorded as
+/// interrupted, no cell after it runs, the campaign says `interrupted` and exits 130.
+#[test]
+fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), "30s", 1, MATRIX);
+    let out = tmp.path().join("out");
+    let child = support::binary()
+        .args(["campaign", "-q"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let first = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the campaign never started a cell"
+        );
+        if let Ok(r) = CampaignRecord::read(&out) {
+            if let Some(c) = r.cells.iter().find(|c| c.started_utc.is_some()) {
+                break out.join(&c.dir);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    wait_rated(&first);
+    signal(&child, 2);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.status, "interrupted");
+    let statuses: Vec<CellStatus> = rec.cells.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == CellStatus::Interrupted)
+            .count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == CellStatus::Pending)
+            .count(),
+        3,
+        "no cell ran after the signal: {statuses:?}"
+    );
+}
+
+/// A ceiling arm whose search ends in an error (here pgmq at a port nothing listens
+/// on) has no answer: the campaign goes on to the next arm, then says `incomplete` and
+/// exits 1, never `complete` and 0.
+#[test]
+fn a_ceiling_arm_that_errs_leaves_the_campaign_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("ceiling.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 2\nset:\n  duration: 1s\n  warmup: 500ms\n  ramp: 0s\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: broken\n    scenario: {}\n    set:\n      pgmq.dsn: postgres://postgres@127.0.0.1:1/crossbench\n  - name: capped\n    scenario: {}\n    set:\n      mem.max_deliveries_per_sec: 6000\n",
+            support::scenario("pgmq-smoke.yaml").display(),
+            support::scenario("smoke.yaml").display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.timing = Timing::Virtual;
+    let done = campaign::execute(&req).expect("the campaign runs");
+    assert_eq!(done.exit, Exit::Internal, "{}", done.text);
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["status"], "incomplete", "{rec:#}");
+    let broken = &rec["arms"][0];
+    assert!(
+        broken["error"].is_string() && broken["text"].is_null(),
+        "{broken:#}"
+    );
+    let capped = &rec["arms"][1];
+    assert!(
+        capped["error"].is_null() && capped["text"].is_string(),
+        "the arm after the error still ran: {capped:#}"
+    );
+}
+
+/// A matrix cell that ends in an error (pgmq at a port nothing listens on) leaves no
+/// record: the campaign runs the other cells, then says `incomplete` and exits 1.
+#[test]
+fn a_matrix_cell_that_errs_leaves_the_campaign_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: t\nrepeats: 1\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  ramp: 0s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: broken\n    scenario: {}\n    set:\n      pgmq.dsn: postgres://postgres@127.0.0.1:1/crossbench\n  - name: fine\n    scenario: {}\n",
+            support::scenario("pgmq-smoke.yaml").display(),
+            support::scenario("smoke.yaml").display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.timing = Timing::Virtual;
+    let done = campaign::execute(&req).expect("the campaign runs");
+    assert_eq!(done.exit, Exit::Internal, "{}", done.text);
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.status, "incomplete");
+    let of = |arm: &str| rec.cells.iter().find(|c| c.arm == arm).unwrap();
+    assert_eq!(of("broken").status, CellStatus::Failed);
+    assert_eq!(of("fine").status, CellStatus::Done);
+}

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cell::RunOptions;
 use crate::cli::exit::Exit;
+use crate::cli::signals::Interrupted;
 use crate::cli::BadInput;
 use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
@@ -249,7 +250,13 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
             probes.len() < MAX_CELLS,
             "the search ran {MAX_CELLS} cells without settling (the boundary is too noisy for these repeats)"
         );
-        anyhow::ensure!(!interrupt.is_cancelled(), "interrupted");
+        if interrupt.is_cancelled() {
+            return Err(Interrupted(format!(
+                "interrupted before the cell at {rate}: the search has no answer (its cells so far are in {})",
+                dir.display()
+            ))
+            .into());
+        }
         let k = book.count(rate) + 1;
         let rel = PathBuf::from(format!("r{rate}-{k}"));
         let cell_dir = dir.join(&rel);
@@ -269,6 +276,15 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
             fleet: None,
         };
         rt.block_on(crate::workload::run_cell(&l, &opts, &[], &interrupt))?;
+        // A cell cut short by a signal did not answer whether its rate holds: it must
+        // not count as "did not hold", and the search ends without an answer.
+        if interrupt.is_cancelled() {
+            return Err(Interrupted(format!(
+                "interrupted during the cell at {rate} ({}): the search has no answer",
+                cell_dir.display()
+            ))
+            .into());
+        }
         let (outcome, served, p99_ms, held, why) = judge(&cell_dir, req.served, req.p99_max);
         if !req.quiet {
             eprintln!(
@@ -585,6 +601,7 @@ pub fn run_campaign(
     rec.status = "running".into();
     rec.write(dir)?;
     let mut ran = 0;
+    let mut interrupted = false;
     for (i, a) in arms.iter().enumerate() {
         if a.not_run.is_some() || rec.arms[i].text.is_some() {
             continue;
@@ -629,11 +646,57 @@ pub fn run_campaign(
                 e.text = Some(c.ceiling.text);
                 e.error = None;
             }
-            Err(err) => e.error = Some(crate::record::redact::redact(&format!("{err:#}"))),
+            Err(err) => {
+                e.error = Some(crate::record::redact::redact(&format!("{err:#}")));
+                // A signal stops the campaign after the arm it cut short, as a matrix
+                // campaign stops after its cell: that arm has no answer, and
+                // `--resume` searches it (and the arms after it) again.
+                if err.downcast_ref::<Interrupted>().is_some() || crate::cli::signals::received() {
+                    interrupted = true;
+                }
+            }
         }
         rec.write(dir)?;
+        if interrupted {
+            break;
+        }
     }
-    rec.status = "complete".into();
+    // `complete` only when every arm that ran has its answer: an arm whose search
+    // ended in an error makes the campaign `incomplete` (exit 1), and a signal makes it
+    // `interrupted` (exit 130 or 143), whatever the arms before it found.
+    let errors: Vec<&CampaignArm> = rec.arms.iter().filter(|a| a.error.is_some()).collect();
+    rec.status = if interrupted {
+        "interrupted"
+    } else if errors.is_empty() {
+        "complete"
+    } else {
+        "incomplete"
+    }
+    .into();
+    let exit = if interrupted {
+        crate::cli::signals::exit()
+    } else if errors.is_empty() {
+        Exit::Pass
+    } else {
+        Exit::Internal
+    };
+    let mut closing = String::new();
+    for a in &errors {
+        closing.push_str(&format!(
+            "arm {}: no answer: {}\n",
+            a.id,
+            a.error.as_deref().unwrap_or_default()
+        ));
+    }
+    if interrupted {
+        closing.push_str(
+            "the campaign was interrupted: `--resume` searches the arms without an answer\n",
+        );
+    } else if !errors.is_empty() {
+        closing.push_str(
+            "the campaign is incomplete: `--resume` searches the arms without an answer\n",
+        );
+    }
     rec.ended_utc = Some(utc(SystemTime::now()));
     rec.write(dir)?;
     let dirs: Vec<PathBuf> = rec
@@ -646,9 +709,12 @@ pub fn run_campaign(
         Ok(t) => t.to_markdown(),
         Err(e) => format!("(no table: {e})\n"),
     };
-    print!("\n=== CEILING CAMPAIGN {} ===\n{text}", rec.campaign);
+    print!(
+        "\n=== CEILING CAMPAIGN {} ({}) ===\n{text}{closing}",
+        rec.campaign, rec.status
+    );
     Ok(crate::campaign::CampaignDone {
-        exit: Exit::Pass,
+        exit,
         dir: dir.to_path_buf(),
         record: None,
         text,

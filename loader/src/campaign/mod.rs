@@ -252,8 +252,13 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         .cells
         .iter()
         .any(|c| matches!(c.status, CellStatus::Interrupted | CellStatus::Pending));
+    // A cell that ended in an error has no record to count: the campaign is then
+    // `incomplete` (exit 1 unless a cell FAILed), not `complete`.
+    let errored = rec.cells.iter().any(|c| c.status == CellStatus::Failed);
     rec.status = if interrupted {
         "interrupted"
+    } else if errored {
+        "incomplete"
     } else {
         "complete"
     }
@@ -270,6 +275,8 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         crate::cli::signals::exit()
     } else if any_fail {
         Exit::Fail
+    } else if errored {
+        Exit::Internal
     } else {
         Exit::Pass
     };

@@ -130,6 +130,11 @@ impl Exit {
     /// The exit an error maps to: bad input for every error that names a bad
     /// argument, field or file; internal otherwise.
     pub fn of_error(e: &anyhow::Error) -> Exit {
+        if e.downcast_ref::<crate::cli::signals::Interrupted>()
+            .is_some()
+        {
+            return crate::cli::signals::exit();
+        }
         let bad = e.downcast_ref::<crate::cli::BadInput>().is_some()
             || e.downcast_ref::<crate::scenario::ScenarioError>().is_some()
             || e.downcast_ref::<crate::campaign::file::CampaignError>()

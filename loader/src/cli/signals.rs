@@ -21,6 +21,17 @@ pub fn exit() -> Exit {
     }
 }
 
+/// Whether a SIGINT or SIGTERM has been received in this process.
+pub fn received() -> bool {
+    SIGNAL.load(Ordering::SeqCst) != 0
+}
+
+/// A search or campaign stopped by a signal before it could give its answer. Its
+/// exit is [`exit`]'s (130 or 143), never a clean one.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Interrupted(pub String);
+
 /// Listen for SIGINT and SIGTERM in the current runtime: the first cancels
 /// `interrupt`, a second exits the process now.
 pub fn install(interrupt: CancellationToken) {
