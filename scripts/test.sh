@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 # Each step says when it began (seconds since the start), so a CI log shows where the
 # 30-minute budget goes.
 step() { printf '\n==> [%4ds] %s\n' "$SECONDS" "$*"; }
+trap 'printf "\n==> [%4ds] scripts/test.sh ends\n" "$SECONDS"' EXIT
 
 step "toolchain"
 cargo --version
@@ -56,7 +57,10 @@ step "cargo clippy (the default features, and none, -D warnings)"
 cargo clippy -p crossbench -- -D warnings
 cargo clippy -p crossbench-adapters --no-default-features -- -D warnings
 
-step "cargo test"
+step "cargo test: build"
+cargo test --workspace --all-features --no-run
+
+step "cargo test: run"
 status=0
 # Tests that skip (return early: Queen without CROSSBENCH_QUEEN_URL) count as passed in
 # cargo's totals; each writes a line here, so the summary can say how many really ran.
