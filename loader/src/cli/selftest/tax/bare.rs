@@ -112,6 +112,7 @@ async fn drive(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
     // Received and acknowledged: nothing left behind on the system.
     let complete = published > 0 && consumed >= published && acked >= published;
     let held = got as f64 >= 0.97 * s.rate as f64 * shape.window.as_secs_f64();
+    let comparable = super::figures::within_rereads(published, consumed);
     Ok(SideRun {
         side: Side::Bare,
         run: index,
@@ -126,7 +127,15 @@ async fn drive(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
         errors: counters.errors.get(),
         complete,
         held,
-        outcome: if complete { "complete" } else { "incomplete" }.into(),
+        comparable,
+        outcome: if !complete {
+            "incomplete"
+        } else if !comparable {
+            "re-read"
+        } else {
+            "complete"
+        }
+        .into(),
     })
 }
 

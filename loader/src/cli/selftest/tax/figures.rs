@@ -22,6 +22,19 @@ impl Side {
     }
 }
 
+/// The most a bare run may receive beyond what it published, as a fraction of it,
+/// and still be compared. Past it the run received a consumer group's re-reads (a
+/// rebalance hands partitions over from their last committed offsets): deliveries
+/// with no publish behind them, which make a delivery look cheaper than the
+/// crossbench side's, whose checker FAILs any duplicate.
+pub const REREAD_MAX: f64 = 0.01;
+
+/// Whether a run that published `published` and received `consumed` (redeliveries
+/// included) can be compared per delivery: at most [`REREAD_MAX`] re-read.
+pub fn within_rereads(published: u64, consumed: u64) -> bool {
+    consumed as f64 <= published as f64 * (1.0 + REREAD_MAX)
+}
+
 /// One run of one side.
 #[derive(Debug, Clone, Serialize)]
 pub struct SideRun {
@@ -52,8 +65,11 @@ pub struct SideRun {
     /// The rate was kept: the cell held its load; the bare side received at least 97 %
     /// of rate × window inside the window.
     pub held: bool,
-    /// The cell's outcome (PASS, NOT-HELD, …), or the bare side's `complete` /
-    /// `incomplete`.
+    /// Its CPU per delivery enters the medians: a bare run that received more than
+    /// [`REREAD_MAX`] beyond what it published does not (a cell is always compared).
+    pub comparable: bool,
+    /// The cell's outcome (PASS, NOT-HELD, …), or the bare side's `complete`,
+    /// `incomplete` or `re-read` (complete, but not comparable).
     pub outcome: String,
 }
 
@@ -134,6 +150,8 @@ pub struct Sitting {
     pub complete: bool,
     /// Every run of both sides kept the rate.
     pub held: bool,
+    /// Runs left out of the medians (not [`SideRun::comparable`]).
+    pub left_out: usize,
 }
 
 impl Sitting {
@@ -143,7 +161,7 @@ impl Sitting {
             let xs: Vec<f64> = self
                 .runs
                 .iter()
-                .filter(|r| r.side == side)
+                .filter(|r| r.side == side && r.comparable)
                 .map(|r| r.cpu_us_per_delivery)
                 .collect();
             Spread::of(&xs)
@@ -156,6 +174,7 @@ impl Sitting {
         };
         self.complete = self.runs.iter().all(|r| r.complete);
         self.held = self.runs.iter().all(|r| r.held);
+        self.left_out = self.runs.iter().filter(|r| !r.comparable).count();
     }
 
     /// The closing lines of the report.
@@ -174,6 +193,13 @@ impl Sitting {
                 "harness tax (crossbench median / bare median): {t:.2}x\n"
             )),
             None => s.push_str("harness tax: not measured\n"),
+        }
+        if self.left_out > 0 {
+            s.push_str(&format!(
+                "LEFT OUT: {} run(s) received more than {:.0} % beyond what they published (a consumer group's re-reads after a rebalance): deliveries with no publish behind them make a delivery look cheaper, so those runs are not in the medians\n",
+                self.left_out,
+                REREAD_MAX * 100.0
+            ));
         }
         if !self.complete {
             s.push_str(
@@ -208,6 +234,7 @@ mod tests {
             errors: 0,
             complete: true,
             held: true,
+            comparable: true,
             outcome: "PASS".into(),
         }
     }
@@ -242,6 +269,7 @@ mod tests {
             tax: None,
             complete: false,
             held: false,
+            left_out: 0,
         };
         sit.settle();
         assert_eq!(sit.bare.unwrap().median, 11.0);
@@ -252,5 +280,29 @@ mod tests {
         sit.settle();
         assert!(!sit.complete);
         assert!(sit.summary().contains("INCOMPLETE"));
+        assert!(!sit.summary().contains("LEFT OUT"));
+        // A bare run that re-read is left out of the bare median, and said to be.
+        sit.runs[0].comparable = false;
+        sit.settle();
+        assert_eq!(sit.left_out, 1);
+        let b = sit.bare.unwrap();
+        assert_eq!((b.runs, b.median), (2, 11.5));
+        assert!(
+            sit.summary().contains("LEFT OUT: 1 run(s)"),
+            "{}",
+            sit.summary()
+        );
+    }
+
+    #[test]
+    fn a_run_that_received_more_than_one_percent_beyond_its_publishes_is_not_compared() {
+        assert!(within_rereads(60_010, 60_010));
+        // One re-read batch of 10 (seen on tansu): 0.02 %.
+        assert!(within_rereads(60_010, 60_020));
+        assert!(within_rereads(100_000, 101_000));
+        assert!(!within_rereads(100_000, 101_001));
+        // A rebalance's re-reads seen on tansu 0.6: 11.6 % and 18.4 %.
+        assert!(!within_rereads(60_010, 66_952));
+        assert!(!within_rereads(60_010, 71_031));
     }
 }

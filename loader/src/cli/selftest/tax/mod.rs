@@ -107,6 +107,7 @@ pub fn tax(a: TaxArgs) -> anyhow::Result<Exit> {
         tax: None,
         complete: false,
         held: false,
+        left_out: 0,
     };
     let result = (|| -> anyhow::Result<()> {
         for i in 1..=a.runs {
@@ -148,6 +149,9 @@ pub fn tax(a: TaxArgs) -> anyhow::Result<Exit> {
         Exit::Fail
     } else if !sitting.held {
         Exit::NotHeld
+    } else if sitting.tax.is_none() {
+        // Every run of a side was left out: nothing to compare.
+        Exit::Inconclusive
     } else {
         Exit::Pass
     })
