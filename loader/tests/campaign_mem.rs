@@ -13,6 +13,7 @@ use loader::campaign::record::{CampaignRecord, CellStatus};
 use loader::campaign::{self, CampaignRequest};
 use loader::cli::exit::Exit;
 use loader::pacing::pacer::Timing;
+use support::{signal, wait_rated};
 
 /// A campaign file in `dir`: smoke cells of `duration`, a 2 × 2 matrix, `repeats`.
 fn campaign_file(dir: &Path, duration: &str, repeats: u32, matrix: &str) -> PathBuf {
@@ -568,32 +569,17 @@ fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
     assert!(arm["text"].is_string() && arm["held"].is_u64(), "{arm:#}");
 }
 
-/// Send `sig` to a child process (a signal is what is under test).
-fn signal(child: &std::process::Child, sig: i32) {
-    let st = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
-/// Wait until the cell recorded in `dir` is in its rated window (the campaign may
-/// first wait for the run lock).
-fn wait_rated(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap_or_default();
-        if csv.contains(",rated,") {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never reached its rated window",
-            dir.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// `crossbench campaign -q <file> --out <out>` started, its output piped.
+fn spawn_campaign(file: &Path, out: &Path) -> std::process::Child {
+    support::binary()
+        .args(["campaign", "-q"])
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Ctrl-C in the middle of a ceiling campaign: the campaign stops after the arm it
@@ -605,15 +591,7 @@ fn a_sigint_leaves_a_ceiling_campaign_interrupted_and_resume_finishes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let file = ceiling_campaign_file(tmp.path(), [200, 800]);
     let out = tmp.path().join("out");
-    let child = support::binary()
-        .args(["campaign", "-q"])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_campaign(&file, &out);
     // The search's first cell is arm a's low end, 200 ev/s.
     wait_rated(&out.join("a").join("r200-1"));
     let t0 = Instant::now();
@@ -674,15 +652,7 @@ fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
     let tmp = tempfile::tempdir().unwrap();
     let file = campaign_file(tmp.path(), "30s", 1, MATRIX);
     let out = tmp.path().join("out");
-    let child = support::binary()
-        .args(["campaign", "-q"])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_campaign(&file, &out);
     let deadline = Instant::now() + Duration::from_secs(300);
     let first = loop {
         assert!(
@@ -726,31 +696,44 @@ fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
     );
 }
 
-/// A ceiling arm whose search ends in an error (here pgmq at a port nothing listens
-/// on) has no answer: the campaign goes on to the next arm, then says `incomplete` and
-/// exits 1, never `complete` and 0.
-#[test]
-fn a_ceiling_arm_that_errs_leaves_the_campaign_incomplete() {
+/// Run, in virtual time, a campaign whose first group (`broken`) is pgmq at a port
+/// nothing listens on, so each of its cells ends in an error, and whose second is
+/// `second`: `head` gives the campaign's kind and `set` its common settings.
+fn run_with_a_broken_group(
+    head: &str,
+    second: &str,
+) -> (tempfile::TempDir, campaign::CampaignDone) {
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("ceiling.yaml");
+    let file = tmp.path().join("c.yaml");
     std::fs::write(
         &file,
         format!(
-            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 2\nset:\n  duration: 1s\n  warmup: 500ms\n  ramp: 0s\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: broken\n    scenario: {}\n    set:\n      pgmq.dsn: postgres://postgres@127.0.0.1:1/crossbench\n  - name: capped\n    scenario: {}\n    set:\n      mem.max_deliveries_per_sec: 6000\n",
+            "{head}set:\n  duration: 1s\n  warmup: 500ms\n  ramp: 0s\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: broken\n    scenario: {}\n    set:\n      pgmq.dsn: postgres://postgres@127.0.0.1:1/crossbench\n  - name: {second}\n    scenario: {}\n    set:\n      mem.max_deliveries_per_sec: 6000\n",
             support::scenario("pgmq-smoke.yaml").display(),
             support::scenario("smoke.yaml").display()
         ),
     )
     .unwrap();
-    let out = tmp.path().join("out");
     let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
+    req.out = Some(tmp.path().join("out"));
     req.timing = Timing::Virtual;
     let done = campaign::execute(&req).expect("the campaign runs");
     assert_eq!(done.exit, Exit::Internal, "{}", done.text);
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
-            .unwrap();
+    (tmp, done)
+}
+
+/// A ceiling arm whose search ends in an error has no answer: the campaign goes on to
+/// the next arm, then says `incomplete` and exits 1, never `complete` and 0.
+#[test]
+fn a_ceiling_arm_that_errs_leaves_the_campaign_incomplete() {
+    let (_tmp, done) = run_with_a_broken_group(
+        "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 2\n",
+        "capped",
+    );
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(done.dir.join("ceiling-campaign.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(rec["status"], "incomplete", "{rec:#}");
     let broken = &rec["arms"][0];
     assert!(
@@ -764,28 +747,12 @@ fn a_ceiling_arm_that_errs_leaves_the_campaign_incomplete() {
     );
 }
 
-/// A matrix cell that ends in an error (pgmq at a port nothing listens on) leaves no
-/// record: the campaign runs the other cells, then says `incomplete` and exits 1.
+/// A matrix cell that ends in an error leaves no record: the campaign runs the other
+/// cells, then says `incomplete` and exits 1.
 #[test]
 fn a_matrix_cell_that_errs_leaves_the_campaign_incomplete() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("c.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "campaign: t\nrepeats: 1\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  ramp: 0s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: broken\n    scenario: {}\n    set:\n      pgmq.dsn: postgres://postgres@127.0.0.1:1/crossbench\n  - name: fine\n    scenario: {}\n",
-            support::scenario("pgmq-smoke.yaml").display(),
-            support::scenario("smoke.yaml").display()
-        ),
-    )
-    .unwrap();
-    let out = tmp.path().join("out");
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
-    req.timing = Timing::Virtual;
-    let done = campaign::execute(&req).expect("the campaign runs");
-    assert_eq!(done.exit, Exit::Internal, "{}", done.text);
-    let rec = CampaignRecord::read(&out).unwrap();
+    let (_tmp, done) = run_with_a_broken_group("campaign: t\nrepeats: 1\nseed: 5\n", "fine");
+    let rec = CampaignRecord::read(&done.dir).unwrap();
     assert_eq!(rec.status, "incomplete");
     let of = |arm: &str| rec.cells.iter().find(|c| c.arm == arm).unwrap();
     assert_eq!(of("broken").status, CellStatus::Failed);

@@ -9,6 +9,8 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use support::{signal, wait_rated};
+
 /// A smoke cell long enough to interrupt (30 s rated), with the VOID rule relaxed.
 fn start(out: &Path) -> Child {
     start_with(out, &[])
@@ -39,31 +41,6 @@ fn start_with(out: &Path, sets: &[&str]) -> Child {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap()
-}
-
-/// Wait until the cell is in its rated window (it may first wait for the run lock).
-fn wait_rated(out: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let csv = std::fs::read_to_string(out.join("report.csv")).unwrap_or_default();
-        if csv.contains(",rated,") {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the cell never reached its rated window"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn signal(child: &Child, sig: i32) {
-    let st = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 fn verify(dir: &Path) -> (i32, String) {

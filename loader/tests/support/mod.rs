@@ -112,6 +112,35 @@ pub fn binary() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_crossbench"))
 }
 
+/// Send signal `sig` to a child process (`kill -<sig>`): where a signal is what is
+/// under test.
+pub fn signal(child: &std::process::Child, sig: i32) {
+    let st = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Wait until the cell being recorded in `dir` is in its rated window (its
+/// `report.csv` has a rated line); the run may first wait for the run lock.
+pub fn wait_rated(dir: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap_or_default();
+        if csv.contains(",rated,") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never reached its rated window",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// The cell PASSed with no gap, order violation, duplicate or lost tail.
 pub fn assert_clean_pass(r: &Value) {
     assert_eq!(r["outcome"], "PASS", "outcome; verdict: {}", r["verdict"]);
