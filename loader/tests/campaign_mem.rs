@@ -13,7 +13,7 @@ use loader::campaign::record::{CampaignRecord, CellStatus};
 use loader::campaign::{self, CampaignRequest};
 use loader::cli::exit::Exit;
 use loader::pacing::pacer::Timing;
-use support::{signal, wait_rated};
+use support::{stop_with, wait_rated};
 
 /// A campaign file in `dir`: smoke cells of `duration`, a 2 × 2 matrix, `repeats`.
 fn campaign_file(dir: &Path, duration: &str, repeats: u32, matrix: &str) -> PathBuf {
@@ -594,17 +594,9 @@ fn a_sigint_leaves_a_ceiling_campaign_interrupted_and_resume_finishes_it() {
     let child = spawn_campaign(&file, &out);
     // The search's first cell is arm a's low end, 200 ev/s.
     wait_rated(&out.join("a").join("r200-1"));
-    let t0 = Instant::now();
-    signal(&child, 2);
-    let o = child.wait_with_output().unwrap();
+    let (o, took) = stop_with(child, 2, 130);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert!(took < Duration::from_secs(60), "{took:?}");
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("ceiling-campaign.json")).unwrap())
             .unwrap();
@@ -667,14 +659,7 @@ fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
         std::thread::sleep(Duration::from_millis(50));
     };
     wait_rated(&first);
-    signal(&child, 2);
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    stop_with(child, 2, 130);
     let rec = CampaignRecord::read(&out).unwrap();
     assert_eq!(rec.status, "interrupted");
     let statuses: Vec<CellStatus> = rec.cells.iter().map(|c| c.status).collect();

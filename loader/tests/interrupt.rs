@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{signal, wait_rated};
+use support::{signal, stop_with, wait_rated};
 
 /// A smoke cell long enough to interrupt (30 s rated), with the VOID rule relaxed.
 fn start(out: &Path) -> Child {
@@ -58,17 +58,8 @@ fn a_sigint_ends_the_cell_with_a_complete_interrupted_record() {
     let child = start(&out);
     wait_rated(&out);
     std::thread::sleep(Duration::from_secs(2));
-    let t0 = Instant::now();
-    signal(&child, 2);
-    let o = child.wait_with_output().unwrap();
-    let stopped_in = t0.elapsed();
+    let (o, stopped_in) = stop_with(child, 2, 130);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
     // The drain after the signal is bounded (5 s here), not the rest of the 30 s cell.
     assert!(stopped_in < Duration::from_secs(20), "took {stopped_in:?}");
     let r = support::result(&out);
@@ -102,14 +93,7 @@ fn a_sigterm_is_handled_like_a_sigint_with_its_own_code() {
     let out = tmp.path().join("cell");
     let child = start(&out);
     wait_rated(&out);
-    signal(&child, 15);
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    stop_with(child, 15, 143);
     assert_eq!(support::result(&out)["outcome"], "INTERRUPTED");
 }
 

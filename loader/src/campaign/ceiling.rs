@@ -665,20 +665,12 @@ pub fn run_campaign(
     // ended in an error makes the campaign `incomplete` (exit 1), and a signal makes it
     // `interrupted` (exit 130 or 143), whatever the arms before it found.
     let errors: Vec<&CampaignArm> = rec.arms.iter().filter(|a| a.error.is_some()).collect();
-    rec.status = if interrupted {
-        "interrupted"
+    let (status, exit) = if interrupted {
+        ("interrupted", crate::cli::signals::exit())
     } else if errors.is_empty() {
-        "complete"
+        ("complete", Exit::Pass)
     } else {
-        "incomplete"
-    }
-    .into();
-    let exit = if interrupted {
-        crate::cli::signals::exit()
-    } else if errors.is_empty() {
-        Exit::Pass
-    } else {
-        Exit::Internal
+        ("incomplete", Exit::Internal)
     };
     let mut closing = String::new();
     for a in &errors {
@@ -688,15 +680,12 @@ pub fn run_campaign(
             a.error.as_deref().unwrap_or_default()
         ));
     }
-    if interrupted {
-        closing.push_str(
-            "the campaign was interrupted: `--resume` searches the arms without an answer\n",
-        );
-    } else if !errors.is_empty() {
-        closing.push_str(
-            "the campaign is incomplete: `--resume` searches the arms without an answer\n",
-        );
+    if status != "complete" {
+        closing.push_str(&format!(
+            "the campaign is {status}: `--resume` searches the arms without an answer\n"
+        ));
     }
+    rec.status = status.into();
     rec.ended_utc = Some(utc(SystemTime::now()));
     rec.write(dir)?;
     let dirs: Vec<PathBuf> = rec

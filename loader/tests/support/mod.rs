@@ -123,6 +123,27 @@ pub fn signal(child: &std::process::Child, sig: i32) {
     assert!(st.success());
 }
 
+/// Send `sig` to `child`, wait for it to exit, and assert its exit code is `code`
+/// (its output in the message): what it printed, and how long it took to stop.
+pub fn stop_with(
+    child: std::process::Child,
+    sig: i32,
+    code: i32,
+) -> (std::process::Output, std::time::Duration) {
+    let t0 = std::time::Instant::now();
+    signal(&child, sig);
+    let o = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o, took)
+}
+
 /// Wait until the cell being recorded in `dir` is in its rated window (its
 /// `report.csv` has a rated line); the run may first wait for the run lock.
 pub fn wait_rated(dir: &Path) {
