@@ -43,6 +43,26 @@ async fn pgmq_describes_one_queue_per_group() {
     assert_eq!(d.ordered_lanes, 8, "4 lanes in each group's queue");
     assert_eq!(d.publishes_per_ingress_event, 2.0, "one row per group");
     assert_eq!(d.lease_ms, Some(5000));
+    // The server's autovacuum is in the record, as the server has it (a CI image
+    // can turn it off: then every figure that outlives a few seconds depends on it).
+    let pool = sqlx::PgPool::connect(&PgmqOptions::default().dsn)
+        .await
+        .expect("connect");
+    let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+        .fetch_one(&pool)
+        .await
+        .expect("autovacuum");
+    assert!(
+        d.notes[0].ends_with(&format!("autovacuum={autovacuum}")),
+        "{:?}",
+        d.notes
+    );
+    assert_eq!(
+        d.notes.iter().any(|n| n.starts_with("autovacuum is off")),
+        autovacuum == "off",
+        "{:?}",
+        d.notes
+    );
     let c = b.counters();
     assert_eq!(c["pgmq_queues"], 2);
     assert_eq!(c["pgmq_lanes"], 4);

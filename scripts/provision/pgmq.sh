@@ -129,3 +129,10 @@ fi
 fns=$(psql_tcp -d "$PG_DB" -At -c "select string_agg(distinct proname, ',' order by proname) from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'pgmq' and proname in ('read_grouped_head','read_grouped_rr','create_fifo_index','send_batch','delete','archive')")
 say "pgmq ${PGMQ_EXT_VERSION} ready in database ${PG_DB} on 127.0.0.1:${PG_PORT} (functions: ${fns})"
 say "DSN: postgres://postgres@127.0.0.1:${PG_PORT}/${PG_DB}"
+# Said, not changed: the server is shared and its settings are its owner's. With
+# autovacuum off (a CI image's conf.d can set it), dead row versions pile up in every
+# table that outlives a cell (Queen's own tables, for one); each pgmq record says it.
+av=$(psql_tcp -d "$PG_DB" -At -c "show autovacuum")
+if [ "$av" != on ]; then
+    say "NOTE: autovacuum is ${av} on this server ($(psql_tcp -d "$PG_DB" -At -c "select coalesce(sourcefile, source) from pg_settings where name = 'autovacuum'")): tables that outlive a cell are never vacuumed unless you VACUUM them"
+fi

@@ -785,6 +785,12 @@ impl Broker for PgmqBroker {
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(sq)?;
+        // Not a refusal: the record says it, because it shapes every figure that
+        // outlives a few seconds (each ack leaves a dead row version behind).
+        let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(sq)?;
         match topology.durability {
             Durability::Memory | Durability::None => {
                 return Err(BrokerError::Config {
@@ -861,7 +867,7 @@ impl Broker for PgmqBroker {
         self.lanes.store(lanes, Ordering::Relaxed);
 
         let mut notes = vec![
-            format!("pgmq {version}; server fsync={fsync}, synchronous_commit={sync_commit}"),
+            format!("pgmq {version}; server fsync={fsync}, synchronous_commit={sync_commit}, autovacuum={autovacuum}"),
             format!(
                 "{} readers per stream, visibility timeout {} s, ack by {}",
                 o.readers,
@@ -883,6 +889,9 @@ impl Broker for PgmqBroker {
         }
         if lanes < keys {
             notes.push(format!("{keys} keys hashed onto {lanes} groups (x-pgmq-group = l<fnv1a32(key) mod {lanes}>)"));
+        }
+        if autovacuum != "on" {
+            notes.push("autovacuum is off on this server: the dead row version each ack leaves is reclaimed only by page pruning or a manual VACUUM, so reads scan more of them as a cell goes on (the queues are dropped between cells, the server's other tables are not)".into());
         }
         if let Some(n) = self.pool_note.get() {
             notes.push(n.clone());
