@@ -776,21 +776,15 @@ impl Broker for PgmqBroker {
                 });
             }
         }
-        let fsync: String = sqlx::query_scalar("SELECT current_setting('fsync')")
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(sq)?;
-        let sync_commit: String =
-            sqlx::query_scalar("SELECT current_setting('synchronous_commit')")
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(sq)?;
-        // Not a refusal: the record says it, because it shapes every figure that
-        // outlives a few seconds (each ack leaves a dead row version behind).
-        let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(sq)?;
+        // The server settings the record states, in one round trip. autovacuum is not a
+        // refusal: the record says it, because it shapes every figure that outlives a
+        // few seconds (each ack leaves a dead row version behind).
+        let (fsync, sync_commit, autovacuum): (String, String, String) = sqlx::query_as(
+            "SELECT current_setting('fsync'), current_setting('synchronous_commit'), current_setting('autovacuum')",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(sq)?;
         match topology.durability {
             Durability::Memory | Durability::None => {
                 return Err(BrokerError::Config {
