@@ -397,6 +397,82 @@ fn rerun_runs_one_arm_of_a_matrix_campaign_again() {
     }
 }
 
+/// Two groups of one smoke cell each; group b at `b_rate`.
+fn two_group_file(dir: &Path, b_rate: u32) -> PathBuf {
+    let p = dir.join("g.yaml");
+    let smoke = support::scenario("smoke.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "campaign: g\nrepeats: 2\nseed: 5\nset: {{duration: 1s, warmup: 500ms, void.loader_cpu_max: 1.0, void.schedule_lag_p99_max: 1h}}\ngroups:\n  - {{name: a, scenario: {s}, set: {{rate: 100}}}}\n  - {{name: b, scenario: {s}, set: {{rate: {b_rate}}}}}\n",
+            s = smoke.display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// A method fixed after a campaign ran (an arm's overrides changed in the file): a
+/// plain --resume refuses the changed file, `--rerun` of the changed arm runs all its
+/// cells again with the new overrides, records them, and leaves the other arm alone.
+#[test]
+fn rerun_takes_the_new_overrides_of_the_arm_it_runs_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = two_group_file(tmp.path(), 100);
+    let out = tmp.path().join("out");
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(out.clone());
+    req.timing = Timing::Virtual;
+    assert_eq!(campaign::execute(&req).unwrap().ran, 4);
+    let read = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join("campaign.json")).unwrap()).unwrap()
+    };
+    let a_before = read()["arms"][0].clone();
+    let stamp = |arm: &str| {
+        std::fs::metadata(out.join(arm).join("r1").join("result.json"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let a_stamp = stamp("a");
+
+    two_group_file(tmp.path(), 150);
+    let mut resume = req.clone();
+    resume.resume = true;
+    let e = campaign::execute(&resume).unwrap_err();
+    assert_eq!(Exit::of_error(&e), Exit::BadInput, "{e:#}");
+    assert!(format!("{e:#}").contains("other arms"), "{e:#}");
+    // Rerunning the arm that did not change does not admit the one that did.
+    let mut wrong = resume.clone();
+    wrong.rerun = vec!["a".into()];
+    let e = campaign::execute(&wrong).unwrap_err();
+    assert_eq!(Exit::of_error(&e), Exit::BadInput, "{e:#}");
+
+    let mut rerun = resume.clone();
+    rerun.rerun = vec!["b".into()];
+    let done = campaign::execute(&rerun).expect("the rerun runs");
+    assert_eq!(done.ran, 2, "arm b's two repeats, nothing else");
+    let rec = read();
+    assert_eq!(rec["status"], "complete");
+    assert_eq!(rec["arms"][0], a_before, "arm a's record is untouched");
+    assert_eq!(stamp("a"), a_stamp, "arm a's cells are untouched");
+    let b_sets = rec["arms"][1]["sets"].to_string();
+    assert!(
+        b_sets.contains("150") && !b_sets.contains("100"),
+        "{b_sets}"
+    );
+    for r in ["r1", "r2"] {
+        let cell: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("b").join(r).join("result.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            cell["workload"]["rate_events_per_sec"], 150,
+            "b/{r} ran at the new rate"
+        );
+    }
+}
+
 /// `crossbench campaign -q <file> --out <out> <args>`, with `var` set to `value` (or
 /// unset when `None`).
 fn run_campaign(

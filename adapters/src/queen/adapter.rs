@@ -268,6 +268,13 @@ impl Broker for QueenBroker {
             }
             topics.insert(t.name.clone(), t.groups.clone());
         }
+        // After the reset, before any traffic: the cell starts on a vacuumed store.
+        let store_notes = match &o.store_dsn {
+            Some(dsn) => super::store::vacuum(dsn, super::store::VACUUM_LIMIT)
+                .await?
+                .notes(),
+            None => vec![super::store::NOT_VACUUMED.to_string()],
+        };
         let keys = topology.keys.max(1);
         let lanes = topology.lanes.clamp(1, keys);
         let streams = topology.stream_count() as u64;
@@ -310,6 +317,7 @@ impl Broker for QueenBroker {
                 o.delayed_processing.as_secs()
             ));
         }
+        notes.extend(store_notes);
         if mode == PopMode::AutoAck {
             notes.push("auto-ack: the server commits at pop; a refused batch or a crash loses its messages (at-most-once)".into());
         }

@@ -13,6 +13,8 @@ mod client;
 #[cfg(feature = "queen")]
 mod stats;
 #[cfg(feature = "queen")]
+pub mod store;
+#[cfg(feature = "queen")]
 mod stream;
 #[cfg(feature = "queen")]
 mod targeted;

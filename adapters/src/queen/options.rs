@@ -76,6 +76,15 @@ pub struct QueenOptions {
     /// window at the cost of the delay in latency (docs/perf-queen.md).
     #[serde(with = "crate::duration_text")]
     pub delayed_processing: Duration,
+    /// The PostgreSQL database Queen keeps its queues in, reached directly
+    /// (`postgres://postgres@127.0.0.1:5432/queen`); optional. When given, every cell's
+    /// setup runs `VACUUM (ANALYZE)` on it after the reset, so a cell does not inherit
+    /// the dead rows of the cells before it (on a server with `autovacuum = off` they
+    /// pile up and Queen slows from cell to cell: docs/perf-queen.md), and the record
+    /// states how long that took, the dead rows it found and the server's settings.
+    /// Its password is redacted in every file the harness writes.
+    #[serde(serialize_with = "redacted_url")]
+    pub store_dsn: Option<String>,
 }
 
 impl Default for QueenOptions {
@@ -94,6 +103,7 @@ impl Default for QueenOptions {
             retries: 3,
             completed_retention_sec: 300,
             delayed_processing: Duration::ZERO,
+            store_dsn: None,
         }
     }
 }
@@ -183,6 +193,14 @@ impl crate::options::Section for QueenOptions {
         if self.request_timeout < Duration::from_millis(100) {
             return bad("request_timeout", "must be >= 100ms");
         }
+        if let Some(d) = &self.store_dsn {
+            if !(d.starts_with("postgres://") || d.starts_with("postgresql://")) {
+                return bad(
+                    "store_dsn",
+                    "must be a postgres:// URL of the database Queen stores in, such as postgres://postgres@127.0.0.1:5432/queen (or omit it)",
+                );
+            }
+        }
         if self.retries == 0 || self.retries > 10 {
             return bad(
                 "retries",
@@ -216,6 +234,13 @@ impl crate::options::Section for QueenOptions {
 fn redacted<S: Serializer>(t: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
     match t {
         Some(_) => s.serialize_some("***"),
+        None => s.serialize_none(),
+    }
+}
+
+fn redacted_url<S: Serializer>(u: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match u {
+        Some(u) => s.serialize_some(&crate::redact::redact_url_passwords(u)),
         None => s.serialize_none(),
     }
 }
@@ -283,6 +308,13 @@ mod tests {
                 },
                 "queen.delayed_processing",
             ),
+            (
+                QueenOptions {
+                    store_dsn: Some("127.0.0.1:5432/queen".into()),
+                    ..d()
+                },
+                "queen.store_dsn",
+            ),
         ];
         for (o, field) in cases {
             assert_eq!(o.validate().unwrap_err().field, field);
@@ -298,5 +330,20 @@ mod tests {
         let j = serde_json::to_string(&o).unwrap();
         assert!(!j.contains("s3cret"), "{j}");
         assert!(j.contains("\"token\":\"***\""), "{j}");
+    }
+
+    #[test]
+    fn store_password_never_serialises() {
+        let o = QueenOptions {
+            store_dsn: Some("postgres://bench:s3cret-pw@127.0.0.1:5432/queen".into()),
+            ..Default::default()
+        };
+        assert!(o.validate().is_ok());
+        let j = serde_json::to_string(&o).unwrap();
+        assert!(!j.contains("s3cret"), "{j}");
+        assert!(
+            j.contains("\"store_dsn\":\"postgres://bench:***@127.0.0.1:5432/queen\""),
+            "{j}"
+        );
     }
 }

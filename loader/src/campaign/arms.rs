@@ -229,7 +229,11 @@ fn resolve_arm(
         loaded: None,
     };
     if !missing_env.is_empty() {
-        arm.not_run = Some(format!("not run: {} is not set", missing_env.join(", ")));
+        let verb = if missing_env.len() == 1 { "is" } else { "are" };
+        arm.not_run = Some(format!(
+            "not run: {} {verb} not set",
+            missing_env.join(", ")
+        ));
         arm.sets = arm.declared.clone();
         return Ok(vec![arm]);
     }

@@ -39,7 +39,8 @@ pub struct CampaignRequest {
     pub out: Option<PathBuf>,
     /// Run only what `out` is missing.
     pub resume: bool,
-    /// With `resume`: these arms (by id) run again, whatever their record says.
+    /// With `resume`: these arms (by id) run again, whatever their record says, with
+    /// the overrides the file gives them now.
     pub rerun: Vec<String>,
     /// With `resume`: only the arms these patterns select are looked at (an arm's id,
     /// `*` matching any run of characters, or a system's name); every other arm's
@@ -144,9 +145,13 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         })?;
         // An arm recorded as not run (a variable it needs was not set) recorded its
         // overrides unexpanded: it is the same arm when the file still declares them.
+        // An arm run again (`--rerun`) may have other overrides now (a method fixed):
+        // all its cells run again with them, and the record takes them.
         let same = r.arms.len() == arms.len()
             && r.arms.iter().zip(&arms).all(|(e, a)| {
-                let sets = e.sets == a.sets || (e.not_run.is_some() && e.sets == a.declared);
+                let sets = e.sets == a.sets
+                    || (e.not_run.is_some() && e.sets == a.declared)
+                    || req.rerun.contains(&a.id);
                 e.id == a.id && sets && e.repeats.unwrap_or(r.repeats) == a.repeats
             })
             && r.repeats == file.repeats
@@ -159,6 +164,11 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
             .into());
         }
         let mut r = r;
+        for (e, a) in r.arms.iter_mut().zip(&arms) {
+            if req.rerun.contains(&a.id) {
+                e.sets = a.sets.clone();
+            }
+        }
         admit_arms_that_run_now(req, &arms, &mut r);
         r
     } else {

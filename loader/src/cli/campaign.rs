@@ -22,7 +22,8 @@ pub struct CampaignArgs {
     #[arg(long, requires = "out")]
     pub resume: bool,
     /// With --resume: run this arm again (by its id, repeatable), whatever its record
-    /// says; the other arms' records are left as they are.
+    /// says, with the overrides the campaign file gives it now; the other arms'
+    /// records are left as they are.
     #[arg(long, value_name = "ARM", requires = "resume")]
     pub rerun: Vec<String>,
     /// With --resume: look only at these arms (an arm's id, `*` matching any
