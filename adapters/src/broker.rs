@@ -264,6 +264,47 @@ pub struct ConsumeOptions {
     pub counters: Arc<StreamCounters>,
 }
 
+/// Messages a system still holds for its consumers ([`Broker::held`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Messages waiting for a consumer, every place together.
+    pub messages: u64,
+    /// Places (queues, streams) holding any.
+    pub places: u64,
+    /// The fullest places, fullest first, at most [`Held::SHOWN`]: (name, messages).
+    pub fullest: Vec<(String, u64)>,
+}
+
+impl Held {
+    /// How many places [`Held::fullest`] names.
+    pub const SHOWN: usize = 5;
+
+    /// From (place, messages) pairs; places holding nothing are left out.
+    pub fn from_places(places: impl IntoIterator<Item = (String, u64)>) -> Held {
+        let mut holding: Vec<(String, u64)> = places.into_iter().filter(|(_, n)| *n > 0).collect();
+        holding.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Held {
+            messages: holding.iter().map(|(_, n)| n).sum(),
+            places: holding.len() as u64,
+            fullest: holding.into_iter().take(Held::SHOWN).collect(),
+        }
+    }
+
+    /// "12 in q1, 3 in q2" (and how many more places).
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .fullest
+            .iter()
+            .map(|(name, n)| format!("{n} in {name}"))
+            .collect();
+        let more = self.places.saturating_sub(self.fullest.len() as u64);
+        if more > 0 {
+            parts.push(format!("{more} more places"));
+        }
+        parts.join(", ")
+    }
+}
+
 /// The broker trait. Object safe: the loader holds an `Arc<dyn Broker>`.
 #[async_trait]
 pub trait Broker: Send + Sync {
@@ -292,6 +333,15 @@ pub trait Broker: Send + Sync {
     /// Adapter-level counters (copied into result.json under `broker_stats`).
     fn counters(&self) -> BTreeMap<String, u64>;
 
+    /// What the system still holds for the consumers of the last setup's topology
+    /// (messages waiting that no consumer took), as the system itself counts them,
+    /// when the adapter can ask; `None` when it cannot. The loader asks when a drain
+    /// gave up because nothing moved for its grace: a tail the system still holds was
+    /// not lost, its consumers stalled.
+    async fn held(&self) -> Option<Held> {
+        None
+    }
+
     /// Release connections.
     async fn close(&self) -> Result<(), BrokerError>;
 }
@@ -305,5 +355,28 @@ impl std::fmt::Debug for dyn Broker {
 impl std::fmt::Debug for dyn BatchHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("dyn BatchHandler")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_keeps_the_fullest_places_and_counts_every_one() {
+        let h = Held::from_places(
+            (0..8u64)
+                .map(|i| (format!("q{i}"), i * 10))
+                .chain([("empty".to_string(), 0)]),
+        );
+        assert_eq!(h.messages, 280);
+        assert_eq!(h.places, 7, "places holding nothing are left out");
+        assert_eq!(h.fullest.len(), Held::SHOWN);
+        assert_eq!(h.fullest[0], ("q7".to_string(), 70));
+        assert_eq!(
+            h.describe(),
+            "70 in q7, 60 in q6, 50 in q5, 40 in q4, 30 in q3, 2 more places"
+        );
+        assert_eq!(Held::from_places([]), Held::default());
     }
 }

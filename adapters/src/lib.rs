@@ -19,7 +19,7 @@ pub mod registry;
 pub use bare::{BareClient, BareCounters, BareError, BarePlan};
 pub use broker::{
     BatchHandler, Broker, ConsumeOptions, Delivery, DeliveryGuarantee, Description, Disposition,
-    Durability, FanOut, KeyBatch, Sharing, StreamCounters, TopicSpec, Topology,
+    Durability, FanOut, Held, KeyBatch, Sharing, StreamCounters, TopicSpec, Topology,
 };
 pub use counter::Counter;
 pub use error::{BrokerError, ErrorClass};

@@ -1,5 +1,5 @@
 //! How a cell ends, end to end on the control broker: each drain outcome
-//! (`caught-up`, `grace`, `cut-short`) forced by a real run, with the checker calling
+//! (`caught-up`, `grace`, `stalled`, `cut-short`) forced by a real run, with the checker calling
 //! the missing tail lost or in flight accordingly; and each VOID reason on its own
 //! (pacer shed, loader CPU over its cap, schedule lag over its threshold), with the
 //! other two rules relaxed so that the reason asserted is the only one.
@@ -100,6 +100,48 @@ fn drain_cut_short_calls_the_missing_tail_in_flight() {
     assert_eq!(r["load"]["held"], false, "{}", r["load"]);
     assert!(
         r["load"]["reasons"].to_string().contains("drain"),
+        "{}",
+        r["load"]
+    );
+    assert_eq!(code, 8);
+}
+
+/// A consumer that stops taking messages while the broker keeps them (the control
+/// broker's `stall` fault): nothing moves for the grace, as with a swallowed message,
+/// but the system says it still holds the tail, so the drain ends `stalled` and the
+/// checker counts the tail in flight, not lost; the load was not held, and a warning
+/// says where the messages wait.
+#[test]
+fn drain_stalled_keeps_what_the_system_still_holds_in_flight() {
+    let mut sets: Vec<&str> = ONE_EVENT_PER_PROPERTY[..5].to_vec();
+    sets.extend([
+        r#"mem.faults=[{topic: cm-ota-sync, group: ota-3, kind: stall, at: 10}]"#,
+        "drain.grace=1s",
+        "drain.max=60s",
+        "void.loader_cpu_max=1",
+        "void.schedule_lag_p99_max=10s",
+    ]);
+    let (code, r, text, _tmp) = run(&sets);
+    assert_eq!(r["drain"]["outcome"], "stalled", "{text}");
+    assert!(
+        r["drain"]["seconds"].as_f64().unwrap() < 30.0,
+        "{}",
+        r["drain"]
+    );
+    let ota3 = verdict_stream(&r, "cm-ota-sync_ota-3");
+    assert_eq!(u(&ota3["lost_tail"]), 0, "{ota3}");
+    assert!(u(&ota3["in_flight"]) > 0, "{ota3}");
+    assert_eq!(u(&totals(&r)["lost_tail"]), 0, "{}", totals(&r));
+    assert_eq!(u(&totals(&r)["lost_acked"]), 0, "{}", totals(&r));
+    let warning = r["warnings"].to_string();
+    assert!(
+        warning.contains("STALLED") && warning.contains("cm-ota-sync/ota-3"),
+        "{warning}"
+    );
+    assert_eq!(r["outcome"], "PASS", "{}", r["verdict"]);
+    assert_eq!(r["load"]["held"], false, "{}", r["load"]);
+    assert!(
+        r["load"]["reasons"].to_string().contains("stalled"),
         "{}",
         r["load"]
     );

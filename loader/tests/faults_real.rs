@@ -271,6 +271,14 @@ fn real_fault_rabbit_node_restart_quorum_and_classic() {
         let ev = faults(&r)["events"].as_array().unwrap();
         assert_eq!(ev[0]["command"]["exit_code"], 0, "{}", show(&r));
         if queue_type == "quorum" {
+            if u(&t["lost_acked"]) > 0 {
+                // What the node still holds, to tell a loss from a stalled consumer.
+                eprintln!(
+                    "the node's queues after the cell (drain {}):\n{}",
+                    r["drain"]["outcome"],
+                    node.list_queues("name messages_ready messages_unacknowledged consumers")
+                );
+            }
             assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));
         }
         assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));

@@ -50,6 +50,8 @@ struct GroupState {
     ready: VecDeque<Arc<str>>,
     /// First-time dispatches so far (fault ordinals).
     dispatched: u64,
+    /// A `Stall` fault was met: nothing more is handed out.
+    stalled: bool,
 }
 
 #[derive(Debug)]
@@ -235,6 +237,9 @@ impl Group {
     fn claim(&self, batch: usize, faults_applied: &Counter) -> Option<(Arc<str>, Vec<Pending>)> {
         let mut st = self.state.lock();
         loop {
+            if st.stalled {
+                return None;
+            }
             let key = st.ready.pop_front()?;
             let mut dispatched = st.dispatched;
             let ks = st.keys.get_mut(&key).expect("ready key has state");
@@ -246,6 +251,7 @@ impl Group {
             let mut out: Vec<Pending> = Vec::with_capacity(n + 1);
             // Where a message held back by this very claim sits in `out`.
             let mut held_at: Option<usize> = None;
+            let mut stall = false;
             for _ in 0..n {
                 let mut m = ks.pending.pop_front().expect("n <= len");
                 if !m.seen {
@@ -255,6 +261,14 @@ impl Group {
                     if let Some(f) = self.faults.iter().find(|f| f.at == ordinal) {
                         faults_applied.inc();
                         match f.kind {
+                            FaultKind::Stall => {
+                                // Kept, never handed out: the broker still holds it.
+                                m.seen = false;
+                                dispatched -= 1;
+                                ks.pending.push_front(m);
+                                stall = true;
+                                break;
+                            }
                             FaultKind::Drop => continue,
                             FaultKind::Duplicate => out.push(m.clone()),
                             FaultKind::Reorder => {
@@ -276,6 +290,16 @@ impl Group {
                 if let Some(h) = ks.held.take() {
                     out.push(h);
                 }
+            }
+            if stall {
+                st.stalled = true;
+                st.dispatched = dispatched;
+                if out.is_empty() {
+                    return None;
+                }
+                let ks = st.keys.get_mut(&key).expect("ready key has state");
+                ks.in_flight = true;
+                return Some((key, out));
             }
             if out.is_empty() {
                 // Everything taken was dropped or held: keep the key going.
@@ -588,6 +612,24 @@ impl Broker for MemBroker {
         let mut m = counter::snapshot("mem_", &*self.stats);
         m.extend(counter::snapshot("mem_", &MemGauges { distinct_keys }));
         m
+    }
+
+    /// Every group's messages not handed out (pending, and any held back by a
+    /// `Reorder` fault), by `topic/group`.
+    async fn held(&self) -> Option<crate::broker::Held> {
+        let topics = self.topics.read();
+        let places = topics.iter().flat_map(|(name, t)| {
+            t.groups.iter().map(move |(g, group)| {
+                let st = group.state.lock();
+                let n: usize = st
+                    .keys
+                    .values()
+                    .map(|k| k.pending.len() + usize::from(k.held.is_some()))
+                    .sum();
+                (format!("{name}/{g}"), n as u64)
+            })
+        });
+        Some(crate::broker::Held::from_places(places.collect::<Vec<_>>()))
     }
 
     async fn close(&self) -> Result<(), BrokerError> {

@@ -17,6 +17,9 @@ pub enum FaultKind {
     /// The message is held back and handed over after the next message of its key
     /// (an order violation).
     Reorder,
+    /// The stream's consumer takes nothing from this message on, while the broker
+    /// keeps the message and every later one (a stalled consumer: nothing lost).
+    Stall,
 }
 
 /// A deliberate misbehaviour of the control broker, for tests of the checker path.

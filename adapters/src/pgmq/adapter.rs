@@ -1016,6 +1016,32 @@ impl Broker for PgmqBroker {
         Ok(())
     }
 
+    /// The rows of every queue of the last setup (`pgmq.metrics`: visible or not,
+    /// every row not yet deleted or archived), in one round trip.
+    async fn held(&self) -> Option<crate::broker::Held> {
+        let pool = self.pool.get()?;
+        let queues: Vec<String> = self
+            .topics
+            .read()
+            .values()
+            .flat_map(|t| t.queues.iter().map(|(_, q)| q.clone()))
+            .collect();
+        let rows: Vec<(String, i64)> = tokio::time::timeout(
+            Duration::from_secs(10),
+            sqlx::query_as(
+                "SELECT q, (SELECT queue_length FROM pgmq.metrics(q)) FROM unnest($1::text[]) AS q",
+            )
+            .bind(&queues)
+            .fetch_all(pool),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        Some(crate::broker::Held::from_places(
+            rows.into_iter().map(|(q, n)| (q, n.max(0) as u64)),
+        ))
+    }
+
     fn counters(&self) -> BTreeMap<String, u64> {
         let mut m = counter::snapshot("pgmq_", &self.stats);
         let gauges = Gauges {

@@ -337,6 +337,39 @@ impl Inner {
         Err(self.err_conn(failure))
     }
 
+    /// Ready messages in every queue of the last setup, by passive declares on a
+    /// connection of its own. `None` when the node cannot be asked, or one queue's
+    /// declare fails (then it cannot say what that queue holds).
+    async fn held(&self) -> Option<crate::broker::Held> {
+        let layout = self.layout().ok()?;
+        let conn = self.connect("held").await.ok()?;
+        let counted = async {
+            let ch = timed("open channel", conn.create_channel()).await.ok()?;
+            let mut places = Vec::new();
+            for t in layout.topics.values() {
+                for (_, queues) in &t.groups {
+                    for q in queues {
+                        let passive = QueueDeclareOptions {
+                            passive: true,
+                            ..Default::default()
+                        };
+                        let queue = timed(
+                            "queue.declare (passive)",
+                            ch.queue_declare(sstr(q), passive, FieldTable::default()),
+                        )
+                        .await
+                        .ok()?;
+                        places.push((q.clone(), u64::from(queue.message_count())));
+                    }
+                }
+            }
+            Some(crate::broker::Held::from_places(places))
+        }
+        .await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), conn.close(200, sstr("held"))).await;
+        counted
+    }
+
     fn layout(&self) -> Result<Arc<Layout>, BrokerError> {
         self.layout
             .read()
@@ -1187,6 +1220,10 @@ impl Broker for RabbitBroker {
             }
         }
         Ok(())
+    }
+
+    async fn held(&self) -> Option<crate::broker::Held> {
+        self.inner.held().await
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {

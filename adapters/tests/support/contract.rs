@@ -552,6 +552,60 @@ pub async fn counters_are_consistent(b: Arc<dyn Broker>, f: Fixture) {
     }
 }
 
+/// What the system still holds (`Broker::held`), where the adapter can ask: every
+/// copy published that no consumer took (one per group), then nothing once the groups
+/// consumed it all. An adapter that cannot ask answers `None` from the start, and the
+/// drain then judges a silent tail as before (docs/record.md, `drain.outcome`).
+pub async fn held_counts_what_no_consumer_took(b: Arc<dyn Broker>, f: Fixture) {
+    let topic = f.topic("held");
+    let (n_keys, per_key) = (4u64, 5u64);
+    setup(&b, &f, &f.topology(&topic, &["g1", "g2"], n_keys, n_keys)).await;
+    let names = keys(n_keys);
+    publish_interleaved(&*b, &topic, &names, 0..per_key, 5).await;
+    let published = n_keys * per_key;
+    // Every group holds a copy of every message until it takes it. A system's count
+    // may lag its acknowledgement a little: asked again until it agrees or 10 s pass.
+    let want = published * 2;
+    let held_until = |want: u64| {
+        let b = b.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let h = b.held().await;
+                let done = h.as_ref().is_none_or(|h| h.messages == want);
+                if done || Instant::now() >= deadline {
+                    return h;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let Some(before) = held_until(want).await else {
+        return;
+    };
+    assert_eq!(
+        before.messages, want,
+        "{}: held before any consumer ran: {before:?}",
+        f.name
+    );
+    assert!(before.places >= 2, "{}: {before:?}", f.name);
+    let recs = [
+        f.recorder("g1", n_keys, n_keys).arc(),
+        f.recorder("g2", n_keys, n_keys).arc(),
+    ];
+    let run = Consumers::start(&b, &topic, &recs, 4, 8);
+    wait_all(&recs, published, DEADLINE).await;
+    let after = held_until(0).await;
+    let _counters = run.finish().await;
+    assert_eq!(
+        after.map(|h| h.messages),
+        Some(0),
+        "{}: held once both groups took everything ({})",
+        f.name,
+        progress(&recs, published)
+    );
+}
+
 /// A server that is not there: setup fails with a `Connection` error that says where
 /// to look, and never shows the password (or token) the options carry.
 pub async fn unreachable_server_is_a_connection_error(
@@ -626,6 +680,7 @@ macro_rules! contract_suite {
             __contract_case!(reset_leaves_nothing_behind, $subject);
             __contract_case!(unknown_topic_is_classified, $subject);
             __contract_case!(counters_are_consistent, $subject);
+            __contract_case!(held_counts_what_no_consumer_took, $subject);
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn unreachable_server_is_a_connection_error() {

@@ -21,6 +21,11 @@ pub enum DrainEnd {
     /// consume errors during that time): it is down, so what it still holds can be
     /// neither delivered nor called lost. The checker treats it as cut short.
     Unreachable,
+    /// Nothing moved for the grace period while the system said it still held
+    /// messages for the consumers ([`adapters::Broker::held`]): the consumers stalled,
+    /// and what the system holds is in flight, not lost. The checker treats it as cut
+    /// short.
+    Stalled,
 }
 
 impl DrainEnd {
@@ -31,21 +36,47 @@ impl DrainEnd {
             DrainEnd::Grace => "grace",
             DrainEnd::CutShort => "cut-short",
             DrainEnd::Unreachable => "unreachable",
+            DrainEnd::Stalled => "stalled",
         }
     }
 
-    /// The checker's name (`drain=` of produced.meta): an unreachable system's tail
-    /// is in flight, not lost.
+    /// The checker's name (`drain=` of produced.meta): an unreachable system's tail,
+    /// and a stalled one's, is in flight, not lost.
     pub fn meta_name(&self) -> &'static str {
         match self {
-            DrainEnd::Unreachable => "cut-short",
+            DrainEnd::Unreachable | DrainEnd::Stalled => "cut-short",
             d => d.name(),
         }
     }
 
     /// The drain did not finish its work (the load was not held).
     pub fn cut_short(&self) -> bool {
-        matches!(self, DrainEnd::CutShort | DrainEnd::Unreachable)
+        matches!(
+            self,
+            DrainEnd::CutShort | DrainEnd::Unreachable | DrainEnd::Stalled
+        )
+    }
+}
+
+/// A drain that ended by its grace, told what the system still holds: when it holds
+/// messages, the consumers stalled (`Stalled`) and the warning says where; otherwise
+/// the grace stands and the checker may call the missing tail lost.
+pub fn judge_grace(
+    end: DrainEnd,
+    held: Option<&adapters::Held>,
+    system: &str,
+) -> (DrainEnd, Option<String>) {
+    match (end, held) {
+        (DrainEnd::Grace, Some(h)) if h.messages > 0 => (
+            DrainEnd::Stalled,
+            Some(format!(
+                "STALLED: nothing was delivered for the drain's grace while {system} still held {} messages for the consumers in {} places ({}): the consumers stalled; the tail is counted in flight, not lost",
+                h.messages,
+                h.places,
+                h.describe()
+            )),
+        ),
+        (end, _) => (end, None),
     }
 }
 
@@ -129,6 +160,36 @@ pub async fn drain(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn a_grace_with_messages_still_held_is_a_stall() {
+        let held = adapters::Held::from_places([("q1".to_string(), 58), ("q2".to_string(), 0)]);
+        let (end, warning) = judge_grace(DrainEnd::Grace, Some(&held), "rabbitmq");
+        assert_eq!(end, DrainEnd::Stalled);
+        assert_eq!(end.meta_name(), "cut-short", "in flight, not lost");
+        assert!(end.cut_short());
+        let w = warning.unwrap();
+        assert!(w.contains("rabbitmq still held 58 messages"), "{w}");
+        assert!(w.contains("58 in q1"), "{w}");
+        // Nothing held, or a system that cannot say: the grace stands (a loss).
+        let empty = adapters::Held::default();
+        assert_eq!(
+            judge_grace(DrainEnd::Grace, Some(&empty), "mem"),
+            (DrainEnd::Grace, None)
+        );
+        assert_eq!(
+            judge_grace(DrainEnd::Grace, None, "kafka"),
+            (DrainEnd::Grace, None)
+        );
+        // Only a grace is judged: the other ends stand whatever is held.
+        for end in [
+            DrainEnd::CaughtUp,
+            DrainEnd::CutShort,
+            DrainEnd::Unreachable,
+        ] {
+            assert_eq!(judge_grace(end, Some(&held), "x"), (end, None));
+        }
+    }
 
     #[tokio::test]
     async fn ends_caught_up_grace_or_cut_short() {

@@ -20,6 +20,8 @@ pub struct LoadFacts {
     pub drain_cut_short: bool,
     /// The drain ended with the system failing every answer (down).
     pub drain_unreachable: bool,
+    /// The drain ended with nothing moving while the system still held messages.
+    pub drain_stalled: bool,
 }
 
 /// Judge the load.
@@ -48,6 +50,10 @@ pub fn verdict(rule: &HeldRule, f: &LoadFacts) -> LoadVerdict {
         reasons.push(
             "the drain ended with the system unreachable (nothing delivered, errors only): what it still held could not be delivered nor judged".into(),
         );
+    } else if f.drain_stalled {
+        reasons.push(
+            "the drain ended with the consumers stalled (nothing delivered for its grace while the system still held messages for them)".into(),
+        );
     } else if f.drain_cut_short {
         reasons.push("the drain was cut short at its deadline with messages still moving".into());
     }
@@ -74,6 +80,7 @@ mod tests {
             unit: "events",
             drain_cut_short: false,
             drain_unreachable: false,
+            drain_stalled: false,
         }
     }
 
@@ -101,5 +108,16 @@ mod tests {
             "{:?}",
             v.reasons
         );
+        let v = verdict(
+            &rule,
+            &LoadFacts {
+                drain_cut_short: true,
+                drain_stalled: true,
+                ..facts()
+            },
+        );
+        assert!(!v.held);
+        assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
+        assert!(v.reasons[0].contains("stalled"), "{:?}", v.reasons);
     }
 }

@@ -608,6 +608,21 @@ async fn run_joined<W: Workload>(
         },
     )
     .await;
+    // Nothing moved for the grace: ask the system what it still holds, before the
+    // consumers wind down (closing them gives back what they hold). Messages it still
+    // holds are not lost: the consumers stalled.
+    let (drain_end, stalled) = if drain_end == crate::cell::drain::DrainEnd::Grace {
+        let held = tokio::time::timeout(std::time::Duration::from_secs(15), broker.held())
+            .await
+            .ok()
+            .flatten();
+        crate::cell::drain::judge_grace(drain_end, held.as_ref(), &description.system)
+    } else {
+        (drain_end, None)
+    };
+    if let Some(w) = &stalled {
+        say(w.clone());
+    }
     // Whatever a producer still holds is given up now (attempts in flight are cut
     // off and counted indeterminate).
     env.abandon.cancel();
@@ -728,6 +743,7 @@ async fn run_joined<W: Workload>(
         },
     );
     let mut warnings = consume_errors;
+    warnings.extend(stalled);
     warnings.extend(figures.warnings);
     if let Some(f) = crate::cell::void_rule::notable_steal(cost.host_steal_frac_mean) {
         warnings.push(format!(
@@ -783,6 +799,7 @@ async fn run_joined<W: Workload>(
             unit: load.unit,
             drain_cut_short: drain_end.cut_short(),
             drain_unreachable: drain_end == crate::cell::drain::DrainEnd::Unreachable,
+            drain_stalled: drain_end == crate::cell::drain::DrainEnd::Stalled,
         },
     );
     let abandoned = member.as_ref().and_then(|m| m.abandoned());

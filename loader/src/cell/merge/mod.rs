@@ -578,6 +578,7 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             unit: "events",
             drain_cut_short: drain == "cut-short",
             drain_unreachable: drain == "unreachable",
+            drain_stalled: drain == "stalled",
         },
     );
     set(

@@ -141,7 +141,7 @@ pub fn worst_drain<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let rank = |n: &str| match n {
         "caught-up" => 0,
         "grace" => 1,
-        "unreachable" => 2,
+        "unreachable" | "stalled" => 2,
         "cut-short" => 3,
         _ => 4,
     };
