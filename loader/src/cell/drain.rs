@@ -40,6 +40,19 @@ impl DrainEnd {
         }
     }
 
+    /// The end a record's name (`drain.outcome`) stands for.
+    pub fn from_name(name: &str) -> Option<DrainEnd> {
+        [
+            DrainEnd::CaughtUp,
+            DrainEnd::Grace,
+            DrainEnd::CutShort,
+            DrainEnd::Unreachable,
+            DrainEnd::Stalled,
+        ]
+        .into_iter()
+        .find(|d| d.name() == name)
+    }
+
     /// The checker's name (`drain=` of produced.meta): an unreachable system's tail,
     /// and a stalled one's, is in flight, not lost.
     pub fn meta_name(&self) -> &'static str {
@@ -47,14 +60,6 @@ impl DrainEnd {
             DrainEnd::Unreachable | DrainEnd::Stalled => "cut-short",
             d => d.name(),
         }
-    }
-
-    /// The drain did not finish its work (the load was not held).
-    pub fn cut_short(&self) -> bool {
-        matches!(
-            self,
-            DrainEnd::CutShort | DrainEnd::Unreachable | DrainEnd::Stalled
-        )
     }
 }
 
@@ -167,7 +172,8 @@ mod tests {
         let (end, warning) = judge_grace(DrainEnd::Grace, Some(&held), "rabbitmq");
         assert_eq!(end, DrainEnd::Stalled);
         assert_eq!(end.meta_name(), "cut-short", "in flight, not lost");
-        assert!(end.cut_short());
+        assert_eq!(DrainEnd::from_name("stalled"), Some(DrainEnd::Stalled));
+        assert_eq!(DrainEnd::from_name("nonsense"), None);
         let w = warning.unwrap();
         assert!(w.contains("rabbitmq still held 58 messages"), "{w}");
         assert!(w.contains("58 in q1"), "{w}");
@@ -234,7 +240,6 @@ mod tests {
         .await;
         assert_eq!(end, DrainEnd::Unreachable);
         assert_eq!(end.meta_name(), "cut-short");
-        assert!(end.cut_short());
         let moving = AtomicU64::new(0);
         let end = drain(
             Instant::now(),

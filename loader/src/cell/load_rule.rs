@@ -3,6 +3,7 @@
 //! publishes or ran out of drain time did not hold its load, whatever its checker
 //! says about what it did deliver.
 
+use crate::cell::drain::DrainEnd;
 pub use crate::record::result::LoadVerdict;
 use crate::scenario::HeldRule;
 
@@ -16,12 +17,10 @@ pub struct LoadFacts {
     pub failed: u64,
     pub shed: u64,
     pub unit: &'static str,
-    /// The drain ended at its deadline with messages still moving.
-    pub drain_cut_short: bool,
-    /// The drain ended with the system failing every answer (down).
-    pub drain_unreachable: bool,
-    /// The drain ended with nothing moving while the system still held messages.
-    pub drain_stalled: bool,
+    /// How the drain ended: cut short at its deadline, unreachable (the system failing
+    /// every answer) and stalled (nothing moving while the system still held messages)
+    /// are each a reason.
+    pub drain: DrainEnd,
 }
 
 /// Judge the load.
@@ -46,16 +45,17 @@ pub fn verdict(rule: &HeldRule, f: &LoadFacts) -> LoadVerdict {
             f.shed, f.unit
         ));
     }
-    if f.drain_unreachable {
-        reasons.push(
+    match f.drain {
+        DrainEnd::Unreachable => reasons.push(
             "the drain ended with the system unreachable (nothing delivered, errors only): what it still held could not be delivered nor judged".into(),
-        );
-    } else if f.drain_stalled {
-        reasons.push(
+        ),
+        DrainEnd::Stalled => reasons.push(
             "the drain ended with the consumers stalled (nothing delivered for its grace while the system still held messages for them)".into(),
-        );
-    } else if f.drain_cut_short {
-        reasons.push("the drain was cut short at its deadline with messages still moving".into());
+        ),
+        DrainEnd::CutShort => {
+            reasons.push("the drain was cut short at its deadline with messages still moving".into())
+        }
+        DrainEnd::CaughtUp | DrainEnd::Grace => {}
     }
     let held = reasons.is_empty();
     LoadVerdict {
@@ -78,9 +78,7 @@ mod tests {
             failed: 0,
             shed: 0,
             unit: "events",
-            drain_cut_short: false,
-            drain_unreachable: false,
-            drain_stalled: false,
+            drain: DrainEnd::CaughtUp,
         }
     }
 
@@ -96,7 +94,7 @@ mod tests {
                 served_in_window: 0.226,
                 failed: 12366,
                 shed: 3,
-                drain_cut_short: true,
+                drain: DrainEnd::CutShort,
                 ..facts()
             },
         );
@@ -111,13 +109,30 @@ mod tests {
         let v = verdict(
             &rule,
             &LoadFacts {
-                drain_cut_short: true,
-                drain_stalled: true,
+                drain: DrainEnd::Stalled,
                 ..facts()
             },
         );
         assert!(!v.held);
         assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
         assert!(v.reasons[0].contains("stalled"), "{:?}", v.reasons);
+    }
+
+    /// A drain that did not finish its work (cut short, unreachable, stalled) is a
+    /// reason of its own; caught up or ended by its grace is none.
+    #[test]
+    fn every_unfinished_drain_end_is_a_reason() {
+        let rule = HeldRule::default();
+        for (drain, held) in [
+            (DrainEnd::CaughtUp, true),
+            (DrainEnd::Grace, true),
+            (DrainEnd::CutShort, false),
+            (DrainEnd::Unreachable, false),
+            (DrainEnd::Stalled, false),
+        ] {
+            let v = verdict(&rule, &LoadFacts { drain, ..facts() });
+            assert_eq!(v.held, held, "{drain:?}: {:?}", v.reasons);
+            assert_eq!(v.reasons.len(), usize::from(!held), "{drain:?}");
+        }
     }
 }

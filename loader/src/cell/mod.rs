@@ -797,9 +797,7 @@ async fn run_joined<W: Workload>(
             failed: load.failed,
             shed: load.shed_backpressure,
             unit: load.unit,
-            drain_cut_short: drain_end.cut_short(),
-            drain_unreachable: drain_end == crate::cell::drain::DrainEnd::Unreachable,
-            drain_stalled: drain_end == crate::cell::drain::DrainEnd::Stalled,
+            drain: drain_end,
         },
     );
     let abandoned = member.as_ref().and_then(|m| m.abandoned());

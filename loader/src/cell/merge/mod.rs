@@ -576,9 +576,9 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             failed: failed as u64,
             shed: shed as u64,
             unit: "events",
-            drain_cut_short: drain == "cut-short",
-            drain_unreachable: drain == "unreachable",
-            drain_stalled: drain == "stalled",
+            // Every loader wrote one of the names; any other gives no reason, as before.
+            drain: crate::cell::drain::DrainEnd::from_name(&drain)
+                .unwrap_or(crate::cell::drain::DrainEnd::Grace),
         },
     );
     set(
