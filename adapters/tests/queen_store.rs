@@ -91,7 +91,7 @@ async fn the_store_is_vacuumed_and_the_record_says_what_it_found() {
         .await
         .expect("setting");
     let _ = c.close().await;
-    assert_eq!(v.autovacuum, autovacuum);
+    assert_eq!(v.settings.autovacuum, autovacuum);
     let notes = v.notes();
     assert!(
         notes[0].contains(&format!("autovacuum={autovacuum}")),

@@ -779,12 +779,9 @@ impl Broker for PgmqBroker {
         // The server settings the record states, in one round trip. autovacuum is not a
         // refusal: the record says it, because it shapes every figure that outlives a
         // few seconds (each ack leaves a dead row version behind).
-        let (fsync, sync_commit, autovacuum): (String, String, String) = sqlx::query_as(
-            "SELECT current_setting('fsync'), current_setting('synchronous_commit'), current_setting('autovacuum')",
-        )
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(sq)?;
+        let settings = crate::pg_settings::ServerSettings::read(&mut conn)
+            .await
+            .map_err(sq)?;
         match topology.durability {
             Durability::Memory | Durability::None => {
                 return Err(BrokerError::Config {
@@ -792,11 +789,14 @@ impl Broker for PgmqBroker {
                     message: "pgmq queues are WAL-logged PostgreSQL tables; use durability default or fsync".into(),
                 })
             }
-            Durability::Fsync if fsync != "on" || sync_commit == "off" => {
+            Durability::Fsync
+                if settings.fsync != "on" || settings.synchronous_commit == "off" =>
+            {
                 return Err(BrokerError::Config {
                     field: "durability".into(),
                     message: format!(
-                        "durability fsync needs the server at fsync=on and synchronous_commit on (server: fsync={fsync}, synchronous_commit={sync_commit})"
+                        "durability fsync needs the server at fsync=on and synchronous_commit on (server: fsync={}, synchronous_commit={})",
+                        settings.fsync, settings.synchronous_commit
                     ),
                 })
             }
@@ -861,7 +861,7 @@ impl Broker for PgmqBroker {
         self.lanes.store(lanes, Ordering::Relaxed);
 
         let mut notes = vec![
-            format!("pgmq {version}; server fsync={fsync}, synchronous_commit={sync_commit}, autovacuum={autovacuum}"),
+            format!("pgmq {version}; {}", settings.describe()),
             format!(
                 "{} readers per stream, visibility timeout {} s, ack by {}",
                 o.readers,
@@ -884,7 +884,7 @@ impl Broker for PgmqBroker {
         if lanes < keys {
             notes.push(format!("{keys} keys hashed onto {lanes} groups (x-pgmq-group = l<fnv1a32(key) mod {lanes}>)"));
         }
-        if autovacuum != "on" {
+        if !settings.autovacuums() {
             notes.push("autovacuum is off on this server: the dead row version each ack leaves is reclaimed only by page pruning or a manual VACUUM, so reads scan more of them as a cell goes on (the queues are dropped between cells, the server's other tables are not)".into());
         }
         if let Some(n) = self.pool_note.get() {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use sqlx::Connection;
 
 use crate::error::BrokerError;
+use crate::pg_settings::ServerSettings;
 
 /// The longest a store's VACUUM may take before the cell is refused (a store that
 /// needs longer needs a VACUUM FULL or a fresh database before measuring).
@@ -25,9 +26,7 @@ pub const VACUUM_LIMIT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vacuumed {
     /// The server's `fsync`, `synchronous_commit` and `autovacuum`.
-    pub fsync: String,
-    pub synchronous_commit: String,
-    pub autovacuum: String,
+    pub settings: ServerSettings,
     /// The database's name (`current_database()`).
     pub database: String,
     /// Dead row versions in the database's tables before the VACUUM, as the server's
@@ -44,16 +43,14 @@ impl Vacuumed {
     /// The record's notes.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = vec![format!(
-            "Queen store (database {}) vacuumed at setup: VACUUM (ANALYZE) took {:.1} s and found {} dead row versions; {:.0} MiB after; server fsync={}, synchronous_commit={}, autovacuum={}",
+            "Queen store (database {}) vacuumed at setup: VACUUM (ANALYZE) took {:.1} s and found {} dead row versions; {:.0} MiB after; {}",
             self.database,
             self.took.as_secs_f64(),
             self.dead_rows_before,
             self.bytes_after as f64 / (1024.0 * 1024.0),
-            self.fsync,
-            self.synchronous_commit,
-            self.autovacuum
+            self.settings.describe()
         )];
-        if self.autovacuum != "on" {
+        if !self.settings.autovacuums() {
             notes.push("autovacuum is off on Queen's PostgreSQL: the dead rows this cell leaves stay until the next cell's setup vacuums them, so the cell's own dead rows still grow while it runs".into());
         }
         notes
@@ -77,20 +74,16 @@ pub async fn vacuum(dsn: &str, limit: Duration) -> Result<Vacuumed, BrokerError>
         .await
         .map_err(|_| err(dsn, "connect", "no answer in 10 s"))?
         .map_err(|e| err(dsn, "connect", e))?;
-    let (fsync, synchronous_commit, autovacuum, database, dead_rows_before): (
-        String,
-        String,
-        String,
-        String,
-        i64,
-    ) = sqlx::query_as(
-        "SELECT current_setting('fsync'), current_setting('synchronous_commit'), \
-         current_setting('autovacuum'), current_database()::text, \
+    let settings = ServerSettings::read(&mut conn)
+        .await
+        .map_err(|e| err(dsn, "read its settings", e))?;
+    let (database, dead_rows_before): (String, i64) = sqlx::query_as(
+        "SELECT current_database()::text, \
          (SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables)",
     )
     .fetch_one(&mut conn)
     .await
-    .map_err(|e| err(dsn, "read its settings", e))?;
+    .map_err(|e| err(dsn, "read its dead rows", e))?;
     let started = Instant::now();
     // The simple query protocol: VACUUM cannot run inside a transaction block.
     tokio::time::timeout(limit, sqlx::raw_sql("VACUUM (ANALYZE)").execute(&mut conn))
@@ -113,9 +106,7 @@ pub async fn vacuum(dsn: &str, limit: Duration) -> Result<Vacuumed, BrokerError>
         .map_err(|e| err(dsn, "read its size", e))?;
     let _ = conn.close().await;
     Ok(Vacuumed {
-        fsync,
-        synchronous_commit,
-        autovacuum,
+        settings,
         database,
         dead_rows_before,
         bytes_after,
@@ -129,9 +120,11 @@ mod tests {
 
     fn v(autovacuum: &str) -> Vacuumed {
         Vacuumed {
-            fsync: "on".into(),
-            synchronous_commit: "on".into(),
-            autovacuum: autovacuum.into(),
+            settings: ServerSettings {
+                fsync: "on".into(),
+                synchronous_commit: "on".into(),
+                autovacuum: autovacuum.into(),
+            },
             database: "queen".into(),
             dead_rows_before: 1_135_471,
             bytes_after: 600 * 1024 * 1024,
