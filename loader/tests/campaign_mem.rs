@@ -648,7 +648,7 @@ fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
 /// `crossbench campaign -q <file> --out <out>` started, its output piped.
 fn spawn_campaign(file: &Path, out: &Path) -> std::process::Child {
     support::binary()
-        .args(["campaign", "-q"])
+        .args(["campaign", "-q", "--host-probe", "0"])
         .arg(file)
         .arg("--out")
         .arg(out)
@@ -818,4 +818,89 @@ fn a_matrix_cell_that_errs_leaves_the_campaign_incomplete() {
     let of = |arm: &str| rec.cells.iter().find(|c| c.arm == arm).unwrap();
     assert_eq!(of("broken").status, CellStatus::Failed);
     assert_eq!(of("fine").status, CellStatus::Done);
+}
+
+/// `crossbench campaign` probes the host before its first cell (`--host-probe SECS`),
+/// says what it saw on stderr and records it in campaign.json; a resume with nothing
+/// left to run does not probe again.
+#[test]
+fn the_host_probe_runs_before_the_first_cell_and_is_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), "1s", 1, "  rate: [100]\n");
+    let out = tmp.path().join("out");
+    let run = |extra: &[&str]| {
+        support::binary()
+            .args(["campaign", "-q", "--host-probe", "1"])
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.host_probes.len(), 1, "{stderr}");
+    let p = &rec.host_probes[0];
+    assert!(p.seconds >= 1.0 && p.seconds < 5.0, "{p:?}");
+    assert!(p.busy_threads >= 1, "{p:?}");
+    // 1 ms sleeps for a second: hundreds of wakeups, however loaded the machine.
+    assert!(p.wakeups >= 100, "{p:?}");
+    assert!(
+        p.late_max_ms >= p.late_p99_ms && p.late_p99_ms >= p.late_p50_ms,
+        "{p:?}"
+    );
+    assert!(stderr.contains("host probe, 1 s with"), "{stderr}");
+    let first_cell = rec.cells[0].started_utc.clone().unwrap();
+    assert!(
+        p.utc <= first_cell,
+        "probed before the first cell: {p:?} {first_cell}"
+    );
+
+    let o = run(&["--resume"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(rec.host_probes.len(), 1, "nothing to run, no second probe");
+}
+
+/// `crossbench ceiling --host-probe SECS` probes the host before its first cell and
+/// records it in ceiling.json.
+#[test]
+fn the_ceiling_search_records_its_host_probe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("ceiling");
+    let o = support::binary()
+        .args([
+            "ceiling",
+            "-q",
+            "--host-probe",
+            "1",
+            "--between",
+            "100",
+            "105",
+        ])
+        .args(["--repeats", "1"])
+        .arg(support::scenario("smoke.yaml"))
+        .args(["--set", "duration=1s", "--set", "warmup=500ms"])
+        .args(["--set", "void.loader_cpu_max=1.0"])
+        .args(["--set", "void.schedule_lag_p99_max=1h"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ceiling.json")).unwrap()).unwrap();
+    let p = &rec["host_probe"];
+    assert!(p["wakeups"].as_u64().unwrap_or(0) >= 100, "{rec:#}");
+    assert!(p["seconds"].as_f64().unwrap_or(0.0) >= 1.0, "{p:#}");
+    assert!(stderr.contains("host probe, 1 s with"), "{stderr}");
 }

@@ -38,6 +38,15 @@ pub use runner::{start, Sampler, SamplerHandle};
 pub use samples::{parse_samples, read_samples, Sample, SampleSet, HEADER, VERSION_LINE};
 pub use spec::{redact_dsn, TargetKind, TargetSpec, TARGET_FORMS};
 
+/// The host's CPU time so far, from `/proc/stat`'s aggregate line, in clock ticks:
+/// `(steal, total)`, where steal is the time the hypervisor ran another guest while
+/// this one wanted a CPU. Two readings give the steal fraction between them. `None`
+/// where `/proc/stat` cannot be read.
+pub fn host_cpu_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse::proc_stat(&text).0.map(|t| (t.steal, t.total))
+}
+
 /// What to sample and how often.
 #[derive(Debug, Clone)]
 pub struct SamplerConfig {

@@ -47,6 +47,9 @@ pub struct CeilingRequest {
     pub out: Option<PathBuf>,
     pub quiet: bool,
     pub timing: Timing,
+    /// How long the host probe runs before the first cell (`record::host_stalls`);
+    /// zero skips it, and so does virtual time.
+    pub host_probe: Duration,
     pub argv: Vec<String>,
 }
 
@@ -64,6 +67,7 @@ impl CeilingRequest {
             out: None,
             quiet: true,
             timing: Timing::Real,
+            host_probe: Duration::ZERO,
             argv: std::env::args().collect(),
         }
     }
@@ -118,6 +122,10 @@ pub struct CeilingRecord {
     /// Every cell, in the order it ran.
     pub probes: Vec<Probe>,
     pub ceiling: Ceiling,
+    /// What the host probe saw before the first cell (absent when skipped, and in a
+    /// ceiling campaign's searches: the campaign probes once, `host_probes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_probe: Option<crate::record::host_stalls::StallProbe>,
 }
 
 /// What the search knows about each rate tried.
@@ -192,6 +200,16 @@ fn judge(
     (r.outcome.clone(), served, p99, why.is_none(), why)
 }
 
+/// The host probe (`record::host_stalls`), said on stderr with its warning.
+fn host_probe(secs: Duration) -> crate::record::host_stalls::StallProbe {
+    let p = crate::record::host_stalls::probe(secs);
+    eprintln!("{}", p.describe());
+    if let Some(w) = p.warning() {
+        eprintln!("WARNING: {w}");
+    }
+    p
+}
+
 /// Run the search.
 pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRecord)> {
     if req.low == 0 || req.high <= req.low {
@@ -237,6 +255,8 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
         Timing::Virtual => crate::cli::run::virtual_runtime(),
     }
     .context("starting the runtime")?;
+    let host = (!req.host_probe.is_zero() && req.timing == Timing::Real)
+        .then(|| host_probe(req.host_probe));
     let started = SystemTime::now();
     let interrupt = CancellationToken::new();
     {
@@ -418,6 +438,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
             bound,
             text,
         },
+        host_probe: host,
     };
     let mut json = serde_json::to_string_pretty(&record)?;
     json.push('\n');
@@ -476,6 +497,10 @@ pub struct CampaignRecord {
     pub ended_utc: Option<String>,
     pub status: String,
     pub arms: Vec<CampaignArm>,
+    /// What the host probe saw before each sitting's first search
+    /// (`crate::record::host_stalls`; absent when skipped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_probes: Vec<crate::record::host_stalls::StallProbe>,
 }
 
 impl CampaignRecord {
@@ -596,10 +621,20 @@ pub fn run_campaign(
                     ended_utc: None,
                 })
                 .collect(),
+            host_probes: Vec::new(),
         }
     };
     rec.status = "running".into();
     rec.write(dir)?;
+    let to_search = arms
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a.not_run.is_none() && rec.arms[i].text.is_none());
+    if to_search && !req.host_probe.is_zero() && req.timing == Timing::Real {
+        let p = host_probe(req.host_probe);
+        rec.host_probes.push(p);
+        rec.write(dir)?;
+    }
     let mut ran = 0;
     let mut interrupted = false;
     for (i, a) in arms.iter().enumerate() {
@@ -627,6 +662,7 @@ pub fn run_campaign(
             out: Some(search_dir),
             quiet: req.quiet,
             timing: req.timing,
+            host_probe: Duration::ZERO,
             argv: req.argv.clone(),
             ..CeilingRequest::new(a.scenario.clone(), lo, hi)
         };

@@ -51,6 +51,9 @@ pub struct CampaignRequest {
     /// No per-cell lines (the progress bar, on a terminal, stays).
     pub quiet: bool,
     pub timing: Timing,
+    /// How long the host probe runs before the first cell (`record::host_stalls`);
+    /// zero skips it, and so does virtual time (it measures the real machine).
+    pub host_probe: Duration,
     pub argv: Vec<String>,
 }
 
@@ -65,6 +68,7 @@ impl CampaignRequest {
             dry_run: false,
             quiet: true,
             timing: Timing::Real,
+            host_probe: Duration::ZERO,
             argv: std::env::args().collect(),
         }
     }
@@ -227,6 +231,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
                     }
                 })
                 .collect(),
+            host_probes: Vec::new(),
         }
     };
     if req.dry_run {
@@ -486,6 +491,20 @@ async fn run_cells(
     let stop = CancellationToken::new();
     crate::cli::signals::install(stop.clone());
     let todo = cells_to_run(req, arms, dir, rec);
+    if !todo.is_empty() && !req.host_probe.is_zero() && req.timing == Timing::Real {
+        // Before the first cell: does this host stall a busy machine? Warned of,
+        // recorded, never refused (record::host_stalls).
+        let secs = req.host_probe;
+        let p = tokio::task::spawn_blocking(move || crate::record::host_stalls::probe(secs))
+            .await
+            .context("the host probe")?;
+        eprintln!("{}", p.describe());
+        if let Some(w) = p.warning() {
+            eprintln!("WARNING: {w}");
+        }
+        rec.host_probes.push(p);
+        rec.write(dir)?;
+    }
     let mut bar = progress::Bar::new(todo.len(), req.quiet);
     let mut ran = 0;
     for i in todo {

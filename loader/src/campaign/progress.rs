@@ -186,6 +186,12 @@ pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
             let _ = writeln!(o, "(no table: {e})");
         }
     }
+    // The host probe's warning again, beside the VOID counts it explains.
+    for p in &rec.host_probes {
+        if let Some(w) = p.warning() {
+            let _ = writeln!(o, "host probe at {}: {w}", p.utc);
+        }
+    }
     let _ = writeln!(o, "record: {}", dir.join("campaign.json").display());
     o
 }

@@ -83,6 +83,11 @@ pub struct CampaignRecord {
     pub order: Vec<String>,
     /// The cells, in that order.
     pub cells: Vec<CellEntry>,
+    /// What the host probe saw before each sitting's first cell
+    /// (`crate::record::host_stalls`; absent in records written before it, and when
+    /// every sitting skipped it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_probes: Vec<crate::record::host_stalls::StallProbe>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -39,6 +39,11 @@ pub struct CampaignArgs {
     /// No line per cell (the progress bar on a terminal stays).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Seconds of the host probe before the first cell: every core kept busy while a
+    /// thread times 1 ms sleeps, to warn of a host that stalls the machine (cells
+    /// would be VOID); recorded in campaign.json. 0 skips it.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub host_probe: u64,
 }
 
 pub fn campaign(a: CampaignArgs) -> anyhow::Result<Exit> {
@@ -51,6 +56,7 @@ pub fn campaign(a: CampaignArgs) -> anyhow::Result<Exit> {
         dry_run: a.dry_run,
         quiet: a.quiet,
         timing: Timing::Real,
+        host_probe: std::time::Duration::from_secs(a.host_probe),
         argv: std::env::args().collect(),
     };
     Ok(c::execute(&req)?.exit)
@@ -84,6 +90,10 @@ pub struct CeilingArgs {
     /// No line per cell.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Seconds of the host probe before the first cell (as `campaign --host-probe`;
+    /// recorded in ceiling.json). 0 skips it.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub host_probe: u64,
 }
 
 pub fn ceiling(a: CeilingArgs) -> anyhow::Result<Exit> {
@@ -101,6 +111,7 @@ pub fn ceiling(a: CeilingArgs) -> anyhow::Result<Exit> {
         resolution: a.resolution,
         out: a.out,
         quiet: a.quiet,
+        host_probe: std::time::Duration::from_secs(a.host_probe),
         ..CeilingRequest::new(a.scenario, a.between[0], a.between[1])
     };
     Ok(ceiling::execute(&req)?.0)

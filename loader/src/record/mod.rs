@@ -2,6 +2,7 @@
 //! written (secrets redacted, versions stated).
 
 pub mod host;
+pub mod host_stalls;
 pub mod incomplete;
 pub mod invocation;
 pub mod redact;

@@ -21,8 +21,12 @@
 //! this process on the same files (what the checker's own bench measures).
 //!
 //! `selftest tax` is the harness tax of one adapter: [`tax`].
+//!
+//! `selftest stalls` is the host probe a campaign runs first: does this machine stall
+//! a guest whose cores are all busy ([`stalls`], `crate::record::host_stalls`).
 
 pub mod floor;
+pub mod stalls;
 pub mod tax;
 pub mod verify;
 
@@ -68,6 +72,19 @@ pub enum Selftest {
     /// The harness tax of one adapter: loader CPU µs per delivery of a crossbench
     /// cell against the system's bare client loop, same broker, rate and shape.
     Tax(tax::TaxArgs),
+    /// Does this host stall a busy machine? Every core kept busy while a thread times
+    /// 1 ms sleeps (the probe a campaign runs before its first cell).
+    Stalls {
+        /// Seconds per probe.
+        #[arg(long, default_value_t = 15)]
+        secs: u64,
+        /// Probes, one after the other.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// One JSON object per probe instead of a line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
@@ -81,5 +98,6 @@ pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
             crossbench_meta,
         } => verify::verify(lines, props, runs, dir, crossbench_meta),
         Selftest::Tax(a) => tax::tax(a),
+        Selftest::Stalls { secs, runs, json } => stalls::stalls(secs, runs, json),
     }
 }
