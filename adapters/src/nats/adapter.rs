@@ -229,26 +229,32 @@ impl NatsBroker {
         &self.options
     }
 
+    /// A new connection to the server, named `name`, and its JetStream context.
+    async fn dial(
+        &self,
+        name: &str,
+    ) -> Result<(async_nats::Client, jetstream::Context), BrokerError> {
+        let client = async_nats::ConnectOptions::new()
+            .name(name)
+            .connection_timeout(Duration::from_secs(5))
+            .request_timeout(Some(self.options.request_timeout))
+            .connect(self.options.url.as_str())
+            .await
+            .map_err(|e| {
+                BrokerError::Connection(format!(
+                    "cannot connect to NATS at {}: {} (run {PROVISION})",
+                    redact_url_passwords(&self.options.url),
+                    redact_url_passwords(&e.to_string())
+                ))
+            })?;
+        let mut js = jetstream::new(client.clone());
+        js.set_timeout(self.options.request_timeout);
+        Ok((client, js))
+    }
+
     async fn connect(&self) -> Result<&(async_nats::Client, jetstream::Context), BrokerError> {
         self.client
-            .get_or_try_init(|| async {
-                let client = async_nats::ConnectOptions::new()
-                    .name("crossbench-nats")
-                    .connection_timeout(Duration::from_secs(5))
-                    .request_timeout(Some(self.options.request_timeout))
-                    .connect(self.options.url.as_str())
-                    .await
-                    .map_err(|e| {
-                        BrokerError::Connection(format!(
-                            "cannot connect to NATS at {}: {} (run {PROVISION})",
-                            redact_url_passwords(&self.options.url),
-                            redact_url_passwords(&e.to_string())
-                        ))
-                    })?;
-                let mut js = jetstream::new(client.clone());
-                js.set_timeout(self.options.request_timeout);
-                Ok((client, js))
-            })
+            .get_or_try_init(|| self.dial("crossbench-nats"))
             .await
     }
 
@@ -773,6 +779,47 @@ impl Broker for NatsBroker {
         futures::future::join_all(consumers.into_iter().map(|c| self.lane(c, ctx.clone()))).await;
         let _ = tokio::time::timeout(Duration::from_secs(10), self.read_server(&t, group)).await;
         Ok(())
+    }
+
+    /// Messages not yet delivered to each lane consumer: `num_pending` of its consumer
+    /// info, one place per (stream, group, lane) consumer, asked on a connection of its
+    /// own. Delivered messages not yet acked (`num_ack_pending`) are taken (not
+    /// counted), as a queue's ready count leaves out its unacked ones. `None` before
+    /// setup and on any error (then it cannot say what that consumer holds).
+    async fn held(&self) -> Option<crate::broker::Held> {
+        self.ready().ok()?;
+        let consumers: Vec<(String, String)> = self
+            .topics
+            .read()
+            .values()
+            .flat_map(|t| {
+                t.consumers
+                    .values()
+                    .flatten()
+                    .map(|c| (t.stream.clone(), c.cached_info().name.clone()))
+            })
+            .collect();
+        let counted = async {
+            let (client, js) = self.dial("crossbench-nats-held").await.ok()?;
+            let infos: Vec<Option<(String, u64)>> = futures::stream::iter(consumers)
+                .map(|(stream, name)| {
+                    let js = &js;
+                    async move {
+                        let s = js.get_stream_no_info(&stream).await.ok()?;
+                        let info = s.consumer_info(&name).await.ok()?;
+                        Some((format!("{stream}/{name}"), info.num_pending))
+                    }
+                })
+                .buffer_unordered(16)
+                .collect()
+                .await;
+            drop((js, client));
+            infos.into_iter().collect::<Option<Vec<_>>>()
+        };
+        let places = tokio::time::timeout(Duration::from_secs(10), counted)
+            .await
+            .ok()??;
+        Some(crate::broker::Held::from_places(places))
     }
 
     fn counters(&self) -> BTreeMap<String, u64> {

@@ -1105,6 +1105,57 @@ impl Broker for RedisBroker {
         Ok(())
     }
 
+    /// Entries no consumer of a group has been handed yet, per (lane stream, group):
+    /// the group's `lag` in `XINFO GROUPS` (Redis >= 7), every lane stream in one
+    /// pipeline on a connection of its own. Delivered entries not yet acked are taken
+    /// (not counted). `None` before setup, on any error, and when the server cannot
+    /// say: a `lag` of nil (entries deleted past the group's last-delivered id), or
+    /// none at all (Redis < 7), or a group missing from its stream.
+    async fn held(&self) -> Option<crate::broker::Held> {
+        self.ready().ok()?;
+        let streams: Vec<(String, Vec<String>)> = self
+            .topics
+            .read()
+            .values()
+            .flat_map(|t| t.streams.iter().map(|s| (s.clone(), t.groups.clone())))
+            .collect();
+        if streams.is_empty() {
+            return Some(crate::broker::Held::default());
+        }
+        let counted = async {
+            let mut conn = self.connection(Duration::from_secs(5)).await.ok()?;
+            let mut pipe = ::redis::pipe();
+            for (stream, _) in &streams {
+                pipe.cmd("XINFO").arg("GROUPS").arg(stream);
+            }
+            let replies: Vec<Value> = pipe.query_async(&mut conn).await.ok()?;
+            if replies.len() != streams.len() {
+                return None;
+            }
+            let mut places = Vec::new();
+            for ((stream, groups), reply) in streams.iter().zip(&replies) {
+                let Value::Array(infos) = reply else {
+                    return None;
+                };
+                let infos: Vec<Vec<(String, Value)>> = infos.iter().map(pairs).collect();
+                for g in groups {
+                    let info = infos
+                        .iter()
+                        .find(|p| p.iter().any(|(k, v)| k == "name" && text(v) == g.as_str()))?;
+                    let lag = match info.iter().find(|(k, _)| k == "lag")?.1 {
+                        Value::Int(n) if n >= 0 => n as u64,
+                        _ => return None,
+                    };
+                    places.push((format!("{stream}/{g}"), lag));
+                }
+            }
+            Some(crate::broker::Held::from_places(places))
+        };
+        tokio::time::timeout(Duration::from_secs(10), counted)
+            .await
+            .ok()?
+    }
+
     fn counters(&self) -> BTreeMap<String, u64> {
         let mut m = counter::snapshot("redis_", &self.stats);
         let server = Server::default();
