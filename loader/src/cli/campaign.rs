@@ -41,8 +41,9 @@ pub struct CampaignArgs {
     pub quiet: bool,
     /// Seconds of the host probe before the first cell: every core kept busy while a
     /// thread times 1 ms sleeps, to warn of a host that stalls the machine (cells
-    /// would be VOID); recorded in campaign.json. 0 skips it.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    /// would be VOID); recorded in campaign.json. 0 skips it. A quiet probe is no proof:
+    /// a host that stalls every few seconds can pass a short one.
+    #[arg(long, value_name = "SECS", default_value_t = 20)]
     pub host_probe: u64,
 }
 
@@ -92,7 +93,7 @@ pub struct CeilingArgs {
     pub quiet: bool,
     /// Seconds of the host probe before the first cell (as `campaign --host-probe`;
     /// recorded in ceiling.json). 0 skips it.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    #[arg(long, value_name = "SECS", default_value_t = 20)]
     pub host_probe: u64,
 }
 
