@@ -200,16 +200,6 @@ fn judge(
     (r.outcome.clone(), served, p99, why.is_none(), why)
 }
 
-/// The host probe (`record::host_stalls`), said on stderr with its warning.
-fn host_probe(secs: Duration) -> crate::record::host_stalls::StallProbe {
-    let p = crate::record::host_stalls::probe(secs);
-    eprintln!("{}", p.describe());
-    if let Some(w) = p.warning() {
-        eprintln!("WARNING: {w}");
-    }
-    p
-}
-
 /// Run the search.
 pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRecord)> {
     if req.low == 0 || req.high <= req.low {
@@ -256,7 +246,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
     }
     .context("starting the runtime")?;
     let host = (!req.host_probe.is_zero() && req.timing == Timing::Real)
-        .then(|| host_probe(req.host_probe));
+        .then(|| crate::campaign::probe_host(req.host_probe));
     let started = SystemTime::now();
     let interrupt = CancellationToken::new();
     {
@@ -631,7 +621,7 @@ pub fn run_campaign(
         .enumerate()
         .any(|(i, a)| a.not_run.is_none() && rec.arms[i].text.is_none());
     if to_search && !req.host_probe.is_zero() && req.timing == Timing::Real {
-        let p = host_probe(req.host_probe);
+        let p = crate::campaign::probe_host(req.host_probe);
         rec.host_probes.push(p);
         rec.write(dir)?;
     }

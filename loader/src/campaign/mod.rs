@@ -100,6 +100,17 @@ fn cell_id(arm: &Arm, repeat: u32) -> String {
     format!("{}#{repeat}", arm.id)
 }
 
+/// The host probe before a campaign's (or a ceiling search's) first cell
+/// (`record::host_stalls`), said on stderr with its warning.
+pub(crate) fn probe_host(secs: Duration) -> crate::record::host_stalls::StallProbe {
+    let p = crate::record::host_stalls::probe(secs);
+    eprintln!("{}", p.describe());
+    if let Some(w) = p.warning() {
+        eprintln!("WARNING: {w}");
+    }
+    p
+}
+
 /// Run (or `--dry-run`, or `--resume`) a campaign.
 pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     let file = file::CampaignFile::load(&req.file)?;
@@ -495,13 +506,9 @@ async fn run_cells(
         // Before the first cell: does this host stall a busy machine? Warned of,
         // recorded, never refused (record::host_stalls).
         let secs = req.host_probe;
-        let p = tokio::task::spawn_blocking(move || crate::record::host_stalls::probe(secs))
+        let p = tokio::task::spawn_blocking(move || probe_host(secs))
             .await
             .context("the host probe")?;
-        eprintln!("{}", p.describe());
-        if let Some(w) = p.warning() {
-            eprintln!("WARNING: {w}");
-        }
         rec.host_probes.push(p);
         rec.write(dir)?;
     }
