@@ -382,6 +382,13 @@ pub struct GateRecord {
     pub metrics: Vec<MetricResult>,
     pub verdict: Verdict,
     pub reasons: Vec<String>,
+    /// What the loader's host probe saw before the first leg (absent when skipped or
+    /// when the gate compared records already made), and its warning when the host
+    /// stalled a busy machine (VOID legs are then likely).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_probe: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_warning: Option<String>,
 }
 
 /// One leg as gate.json lists it.
@@ -492,7 +499,10 @@ impl GateRecord {
         for r in &self.reasons {
             let _ = writeln!(s, "- {r}");
         }
-        if !self.reasons.is_empty() {
+        if let Some(w) = &self.host_warning {
+            let _ = writeln!(s, "- host probe: {w}");
+        }
+        if !self.reasons.is_empty() || self.host_warning.is_some() {
             s.push('\n');
         }
         let _ = writeln!(s, "| metric | baseline | candidate | ratio [95 % CI] | p | τ | verdict |\n|---|---|---|---|---|---|---|");
@@ -567,6 +577,45 @@ pub fn describe(m: &MetricResult) -> String {
 mod tests {
     use super::*;
     use crate::stats::Rng;
+
+    /// The host probe's warning reaches the summary a CI job shows, and gate.json;
+    /// a gate without one says nothing of the host.
+    #[test]
+    fn the_host_warning_is_in_the_summary_and_the_record() {
+        let mut r = GateRecord {
+            schema_version: 1,
+            kind: "gate",
+            scenario: "s.yaml".into(),
+            baseline_sets: vec![],
+            candidate_sets: vec![],
+            pairs: 10,
+            low_confidence: false,
+            seed: 1,
+            order: vec![],
+            legs: vec![],
+            void_legs: 4,
+            fail_legs: vec![],
+            calibration: None,
+            metrics: vec![],
+            verdict: Verdict::Pass,
+            reasons: vec![],
+            host_probe: None,
+            host_warning: None,
+        };
+        assert!(!r.markdown().contains("host probe"), "{}", r.markdown());
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json.get("host_probe").is_none() && json.get("host_warning").is_none());
+        r.host_warning = Some("this host stalled the whole machine for 1.33 %".into());
+        r.host_probe = Some(serde_json::json!({"stalled_fraction": 0.0133}));
+        let md = r.markdown();
+        assert!(
+            md.contains("- host probe: this host stalled the whole machine for 1.33 %"),
+            "{md}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["host_probe"]["stalled_fraction"], 0.0133);
+        assert!(json["host_warning"].as_str().unwrap().contains("1.33 %"));
+    }
 
     /// Legs whose p50 is `level` with multiplicative noise `cv`.
     fn legs(rng: &mut Rng, n: usize, level: f64, cv: f64) -> Vec<f64> {

@@ -46,6 +46,9 @@ pub struct GateRequest {
     pub seed: u64,
     pub quiet: bool,
     pub timing: Timing,
+    /// How long the host probe runs before the first leg (`record::host_stalls`);
+    /// zero skips it, and so does virtual time.
+    pub host_probe: std::time::Duration,
     pub argv: Vec<String>,
 }
 
@@ -68,6 +71,7 @@ impl GateRequest {
             seed: 0x6A7E,
             quiet: true,
             timing: Timing::Real,
+            host_probe: std::time::Duration::ZERO,
             argv: std::env::args().collect(),
         }
     }
@@ -180,6 +184,8 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         Timing::Virtual => crate::cli::run::virtual_runtime(),
     }
     .context("starting the runtime")?;
+    let host = (!req.host_probe.is_zero() && req.timing == Timing::Real)
+        .then(|| crate::campaign::probe_host(req.host_probe));
     let interrupt = CancellationToken::new();
     {
         let _in_runtime = rt.enter();
@@ -419,6 +425,8 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         metrics: results,
         verdict,
         reasons,
+        host_warning: host.as_ref().and_then(|p| p.warning()),
+        host_probe: host.and_then(|p| serde_json::to_value(p).ok()),
     };
     rt.shutdown_timeout(Duration::from_secs(2));
     let exit = write_outputs(req, &dir, &record)?;
@@ -506,6 +514,8 @@ fn compare_records(
         metrics: results,
         verdict,
         reasons,
+        host_probe: None,
+        host_warning: None,
     };
     let exit = write_outputs(req, &dir, &record)?;
     Ok((exit, dir, record))

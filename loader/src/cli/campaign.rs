@@ -208,6 +208,10 @@ pub struct GateArgs {
     /// No line per leg.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Seconds of the host probe before the first leg (as `campaign --host-probe`;
+    /// recorded in gate.json, its warning in summary.md). 0 skips it.
+    #[arg(long, value_name = "SECS", default_value_t = 20)]
+    pub host_probe: u64,
 }
 
 pub fn gate(a: GateArgs) -> anyhow::Result<Exit> {
@@ -229,6 +233,7 @@ pub fn gate(a: GateArgs) -> anyhow::Result<Exit> {
         seed: a.seed,
         quiet: a.quiet,
         timing: Timing::Real,
+        host_probe: std::time::Duration::from_secs(a.host_probe),
         argv: std::env::args().collect(),
     };
     Ok(execute(&req)?.0)
