@@ -55,8 +55,10 @@ pub struct StallProbe {
 }
 
 impl StallProbe {
-    /// The summary of a probe's wakeup lateness (ms, any order) over `seconds`.
+    /// The summary of a probe's wakeup lateness (ms, any order) over `seconds`, the
+    /// probe having ended at `utc`.
     pub fn from_lateness(
+        utc: String,
         mut late_ms: Vec<f64>,
         seconds: f64,
         busy_threads: usize,
@@ -75,7 +77,7 @@ impl StallProbe {
         // A fold from +0.0: `sum` of nothing is -0.0, printed "-0.00 %".
         let stalled_ms = stalled.iter().fold(0.0, |acc, v| acc + v);
         StallProbe {
-            utc: utc(SystemTime::now()),
+            utc,
             seconds,
             busy_threads,
             wakeups: late_ms.len() as u64,
@@ -163,12 +165,14 @@ pub fn probe(dur: Duration) -> StallProbe {
         }
         _ => None,
     };
-    StallProbe::from_lateness(late, seconds, busy_threads, steal)
+    StallProbe::from_lateness(utc(SystemTime::now()), late, seconds, busy_threads, steal)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const T: &str = "2026-12-05T00:49:00Z";
 
     /// 10 s of 1 ms sleeps that woke 0.1 ms late, except where the machine froze:
     /// a freeze of `freeze_ms` every `every_s` seconds makes one wakeup that late.
@@ -192,7 +196,7 @@ mod tests {
     #[test]
     fn a_throttled_host_is_warned_of() {
         // What this session's host did: 100 ms freezes every few seconds.
-        let p = StallProbe::from_lateness(series(100.0, 7.0), 10.0, 2, Some(0.035));
+        let p = StallProbe::from_lateness(T.into(), series(100.0, 7.0), 10.0, 2, Some(0.035));
         assert_eq!(p.stalls, 1);
         assert!((p.late_max_ms - 100.0).abs() < 1e-9);
         assert!((p.stalled_fraction - 0.01).abs() < 1e-9, "{p:?}");
@@ -202,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_quiet_host_is_not() {
-        let p = StallProbe::from_lateness(series(4.0, 1.0), 10.0, 2, Some(0.0));
+        let p = StallProbe::from_lateness(T.into(), series(4.0, 1.0), 10.0, 2, Some(0.0));
         assert_eq!(p.stalls, 0, "4 ms is no stall");
         assert_eq!(p.stalled_fraction, 0.0);
         assert!(
@@ -217,7 +221,7 @@ mod tests {
     #[test]
     fn one_short_stall_stays_under_the_warning() {
         // One 20 ms stall in 10 s is 0.2 % of the time: counted, not warned of.
-        let p = StallProbe::from_lateness(series(20.0, 9.0), 10.0, 2, None);
+        let p = StallProbe::from_lateness(T.into(), series(20.0, 9.0), 10.0, 2, None);
         assert_eq!(p.stalls, 1);
         assert!(p.warning().is_none(), "{p:?}");
         assert!(
@@ -229,7 +233,7 @@ mod tests {
 
     #[test]
     fn nothing_timed_is_no_stall_and_no_panic() {
-        let p = StallProbe::from_lateness(vec![f64::NAN], 0.0, 1, None);
+        let p = StallProbe::from_lateness(T.into(), vec![f64::NAN], 0.0, 1, None);
         assert_eq!(p.wakeups, 0);
         assert_eq!(p.late_max_ms, 0.0);
         assert!(p.warning().is_none());
