@@ -713,13 +713,14 @@ fn a_sigint_leaves_a_ceiling_campaign_interrupted_and_resume_finishes_it() {
     }
 }
 
-/// Ctrl-C in the middle of a matrix campaign: the cell it cut short is recorded as
-/// interrupted, no cell after it runs, the campaign says `interrupted` and exits 130.
-#[test]
-fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = campaign_file(tmp.path(), "30s", 1, MATRIX);
-    let out = tmp.path().join("out");
+/// Spawn a matrix campaign of four cells of `duration` each and wait until its first
+/// cell is in its rated window: the child, the campaign's directory, and that cell's.
+fn a_matrix_campaign_in_its_first_cell(
+    tmp: &Path,
+    duration: &str,
+) -> (std::process::Child, PathBuf, PathBuf) {
+    let file = campaign_file(tmp, duration, 1, MATRIX);
+    let out = tmp.join("out");
     let child = spawn_campaign(&file, &out);
     let deadline = Instant::now() + Duration::from_secs(300);
     let first = loop {
@@ -735,18 +736,20 @@ fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
         std::thread::sleep(Duration::from_millis(50));
     };
     wait_rated(&first);
-    stop_with(child, 2, 130);
-    let rec = CampaignRecord::read(&out).unwrap();
+    (child, out, first)
+}
+
+/// After a signal: the campaign says `interrupted`, its first cell has `status`, and
+/// the three others never ran.
+fn assert_stopped_after_the_first_cell(out: &Path, status: CellStatus) -> CampaignRecord {
+    let rec = CampaignRecord::read(out).unwrap();
     assert_eq!(rec.status, "interrupted");
     let statuses: Vec<CellStatus> = rec.cells.iter().map(|c| c.status).collect();
-    assert_eq!(
-        statuses
-            .iter()
-            .filter(|s| **s == CellStatus::Interrupted)
-            .count(),
-        1,
-        "{statuses:?}"
-    );
+    let ran: Vec<&CellStatus> = statuses
+        .iter()
+        .filter(|s| **s != CellStatus::Pending)
+        .collect();
+    assert_eq!(ran, [&status], "{statuses:?}");
     assert_eq!(
         statuses
             .iter()
@@ -755,7 +758,64 @@ fn a_sigint_leaves_a_matrix_campaign_interrupted_after_the_cell_it_cut_short() {
         3,
         "no cell ran after the signal: {statuses:?}"
     );
+    rec
 }
+
+/// Ctrl-C in the middle of a matrix campaign: the running cell goes on to its end
+/// (its record is whole: PASS, not INTERRUPTED), no cell after it starts, and the
+/// campaign says `interrupted` and exits 130.
+#[test]
+fn a_sigint_lets_the_running_cell_end_then_stops_the_matrix_campaign() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (child, out, first) = a_matrix_campaign_in_its_first_cell(tmp.path(), "4s");
+    let (o, _) = stop_with(child, SIGINT, 130);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("3 of 4 cells still to run") && stdout.contains("--resume"),
+        "the closing lines say what is left and how to run it: {stdout}"
+    );
+    let rec = assert_stopped_after_the_first_cell(&out, CellStatus::Done);
+    let c = rec
+        .cells
+        .iter()
+        .find(|c| c.status == CellStatus::Done)
+        .unwrap();
+    assert_eq!(c.outcome.as_deref(), Some("PASS"), "{c:?}");
+    assert!(c.error.is_none(), "{c:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("result.json")).unwrap()).unwrap();
+    assert_eq!(r["outcome"], "PASS", "the cell ran to its end: {r}");
+}
+
+/// A second Ctrl-C cuts the running cell short: it drains briefly, is recorded as
+/// interrupted (outcome INTERRUPTED), long before its 60 s were up; exit 130.
+#[test]
+fn a_second_sigint_cuts_the_running_cell_short() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (child, out, first) = a_matrix_campaign_in_its_first_cell(tmp.path(), "60s");
+    support::signal(&child, SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, took) = stop_with(child, SIGINT, 130);
+    assert!(took < Duration::from_secs(45), "stopped after {took:?}");
+    assert_stopped_after_the_first_cell(&out, CellStatus::Interrupted);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("result.json")).unwrap()).unwrap();
+    assert_eq!(r["outcome"], "INTERRUPTED", "{r}");
+}
+
+/// SIGTERM is a supervisor's: it cuts the running cell short at once, with no step
+/// that waits for the cell's end; exit 143.
+#[test]
+fn a_sigterm_cuts_the_running_cell_short_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (child, out, _) = a_matrix_campaign_in_its_first_cell(tmp.path(), "60s");
+    let (_, took) = stop_with(child, SIGTERM, 143);
+    assert!(took < Duration::from_secs(45), "stopped after {took:?}");
+    assert_stopped_after_the_first_cell(&out, CellStatus::Interrupted);
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
 
 /// Run, in virtual time, a campaign whose first group (`broken`) is pgmq at a port
 /// nothing listens on, so each of its cells ends in an error, and whose second is

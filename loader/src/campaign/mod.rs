@@ -497,10 +497,13 @@ async fn run_cells(
     dir: &Path,
     rec: &mut CampaignRecord,
 ) -> anyhow::Result<usize> {
-    // Ctrl-C or SIGTERM: the running cell stops its traffic early (and is run again
-    // by --resume); no further cell starts. A second signal exits at once.
+    // Ctrl-C: no further cell starts, and the running one goes on to its end, so the
+    // campaign stops with whole cells only. A second Ctrl-C (or a SIGTERM, at once)
+    // stops the running cell's traffic early: it is recorded as interrupted and run
+    // again by --resume. One more signal exits at once (cli::signals).
     let stop = CancellationToken::new();
-    crate::cli::signals::install(stop.clone());
+    let cut = CancellationToken::new();
+    crate::cli::signals::install_after_cell(stop.clone(), cut.clone());
     let todo = cells_to_run(req, arms, dir, rec);
     if !todo.is_empty() && !req.host_probe.is_zero() && req.timing == Timing::Real {
         // Before the first cell: does this host stall a busy machine? Warned of,
@@ -546,7 +549,7 @@ async fn run_cells(
         }
         rec.write(dir)?;
         bar.start(&rec.cells[i].id);
-        let interrupt = stop.child_token();
+        let interrupt = cut.child_token();
         let opts = RunOptions {
             argv: req.argv.clone(),
             scenario_path: arm.scenario.clone(),
@@ -571,7 +574,10 @@ async fn run_cells(
             Ok(report) => {
                 c.status = CellStatus::Interrupted;
                 c.outcome = Some(report.outcome.name().into());
-                c.error = Some("interrupted by Ctrl-C: run it again with --resume".into());
+                c.error = Some(
+                    "cut short by a signal (a second Ctrl-C, or SIGTERM): run it again with --resume"
+                        .into(),
+                );
             }
             Err(e) => {
                 c.status = CellStatus::Failed;

@@ -192,6 +192,20 @@ pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
             let _ = writeln!(o, "host probe at {}: {w}", p.utc);
         }
     }
+    if rec.status == "interrupted" {
+        let left = rec
+            .cells
+            .iter()
+            .filter(|c| matches!(c.status, CellStatus::Pending | CellStatus::Interrupted))
+            .count();
+        let _ = writeln!(
+            o,
+            "stopped by a signal with {left} of {} cells still to run: `crossbench campaign {} --out {} --resume` runs them",
+            rec.cells.len(),
+            rec.file.display(),
+            dir.display()
+        );
+    }
     let _ = writeln!(o, "record: {}", dir.join("campaign.json").display());
     o
 }

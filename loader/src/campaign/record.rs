@@ -25,7 +25,8 @@ pub enum CellStatus {
     Failed,
     /// Its arm does not run here (`error` says why).
     NotRun,
-    /// Ctrl-C stopped it; `--resume` runs it again.
+    /// A signal cut it short (a second Ctrl-C, or SIGTERM), or it is running now;
+    /// `--resume` runs it again.
     Interrupted,
 }
 

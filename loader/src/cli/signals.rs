@@ -1,7 +1,13 @@
-//! Ctrl-C (SIGINT) and SIGTERM. The first stops the paced traffic of the running
-//! cell (it drains for a short bounded time, is verified, and writes a complete
-//! record with outcome INTERRUPTED); a second exits at once, after marking the
-//! running cell's record incomplete.
+//! Ctrl-C (SIGINT) and SIGTERM. For a run ([`install`]), the first stops the paced
+//! traffic of the running cell (it drains for a short bounded time, is verified, and
+//! writes a complete record with outcome INTERRUPTED); a second exits at once, after
+//! marking the running cell's record incomplete.
+//!
+//! A matrix campaign ([`install_after_cell`]) adds a step before those two: its first
+//! Ctrl-C lets the running cell go on to its end, so the campaign stops with every cell
+//! it ran whole and none cut short; the second Ctrl-C is then a run's first (the cell's
+//! traffic stops), the third a run's second. SIGTERM is a supervisor's, not a person's:
+//! it skips the extra step and stops the cell's traffic at once, whichever signal it is.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -38,26 +44,59 @@ pub fn install(interrupt: CancellationToken) {
     tokio::spawn(async move {
         let first = next_signal().await;
         SIGNAL.store(first, Ordering::SeqCst);
-        interrupt.cancel();
-        eprintln!(
-            "\n{}: stopping the traffic; the cell drains briefly, is verified and recorded (again to exit now)",
-            name(first)
-        );
-        let second = next_signal().await;
-        let dir = crate::record::incomplete::mark_running(&format!(
-            "a second {} ended the run before its record was complete",
-            name(second)
-        ));
-        eprintln!(
-            "{}: exiting now{}",
-            name(second),
-            dir.map_or(String::new(), |d| format!(
-                "; {} is marked incomplete",
-                d.display()
-            ))
-        );
-        std::process::exit(i32::from(exit().code()));
+        cut_short(first, &interrupt);
+        exit_on_next().await;
     });
+}
+
+/// Listen for SIGINT and SIGTERM in the current runtime, for a campaign's cells: a
+/// first SIGINT cancels `after_cell` only (no other cell starts; the running one goes
+/// on to its end), the next signal cancels `now` (the running cell's traffic stops),
+/// and one more exits the process now. A SIGTERM cancels both at once, wherever it
+/// falls, and the next signal exits.
+pub fn install_after_cell(after_cell: CancellationToken, now: CancellationToken) {
+    tokio::spawn(async move {
+        let first = next_signal().await;
+        SIGNAL.store(first, Ordering::SeqCst);
+        after_cell.cancel();
+        let cutting = if first == libc::SIGINT {
+            eprintln!(
+                "\nSIGINT: the running cell goes on to its end and is recorded; no other cell starts (again to stop its traffic now, a third time to exit)"
+            );
+            next_signal().await
+        } else {
+            first
+        };
+        cut_short(cutting, &now);
+        exit_on_next().await;
+    });
+}
+
+/// Stop the running cell's traffic, on signal `sig`.
+fn cut_short(sig: i32, interrupt: &CancellationToken) {
+    interrupt.cancel();
+    eprintln!(
+        "\n{}: stopping the traffic; the cell drains briefly, is verified and recorded (again to exit now)",
+        name(sig)
+    );
+}
+
+/// Wait for one more signal, then mark the running record incomplete and exit.
+async fn exit_on_next() {
+    let last = next_signal().await;
+    let dir = crate::record::incomplete::mark_running(&format!(
+        "a second {} ended the run before its record was complete",
+        name(last)
+    ));
+    eprintln!(
+        "{}: exiting now{}",
+        name(last),
+        dir.map_or(String::new(), |d| format!(
+            "; {} is marked incomplete",
+            d.display()
+        ))
+    );
+    std::process::exit(i32::from(exit().code()));
 }
 
 fn name(sig: i32) -> &'static str {
