@@ -787,15 +787,18 @@ fn a_sigint_lets_the_running_cell_end_then_stops_the_matrix_campaign() {
     assert_eq!(r["outcome"], "PASS", "the cell ran to its end: {r}");
 }
 
-/// A second Ctrl-C cuts the running cell short: it drains briefly, is recorded as
-/// interrupted (outcome INTERRUPTED), long before its 60 s were up; exit 130.
-#[test]
-fn a_second_sigint_cuts_the_running_cell_short() {
+/// Send `signals` (the last one waited for, with exit `code`) while a 60 s first cell
+/// runs: that cell is cut short (it drains briefly and is recorded as interrupted,
+/// outcome INTERRUPTED) long before its 60 s were up, and no other cell starts.
+fn cut_short_by(signals: &[i32], code: i32) {
     let tmp = tempfile::tempdir().unwrap();
     let (child, out, first) = a_matrix_campaign_in_its_first_cell(tmp.path(), "60s");
-    support::signal(&child, SIGINT);
-    std::thread::sleep(Duration::from_millis(500));
-    let (_, took) = stop_with(child, SIGINT, 130);
+    let (last, before) = signals.split_last().unwrap();
+    for sig in before {
+        support::signal(&child, *sig);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (_, took) = stop_with(child, *last, code);
     assert!(took < Duration::from_secs(45), "stopped after {took:?}");
     assert_stopped_after_the_first_cell(&out, CellStatus::Interrupted);
     let r: serde_json::Value =
@@ -803,15 +806,17 @@ fn a_second_sigint_cuts_the_running_cell_short() {
     assert_eq!(r["outcome"], "INTERRUPTED", "{r}");
 }
 
+/// A second Ctrl-C cuts the running cell short; exit 130.
+#[test]
+fn a_second_sigint_cuts_the_running_cell_short() {
+    cut_short_by(&[SIGINT, SIGINT], 130);
+}
+
 /// SIGTERM is a supervisor's: it cuts the running cell short at once, with no step
 /// that waits for the cell's end; exit 143.
 #[test]
 fn a_sigterm_cuts_the_running_cell_short_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (child, out, _) = a_matrix_campaign_in_its_first_cell(tmp.path(), "60s");
-    let (_, took) = stop_with(child, SIGTERM, 143);
-    assert!(took < Duration::from_secs(45), "stopped after {took:?}");
-    assert_stopped_after_the_first_cell(&out, CellStatus::Interrupted);
+    cut_short_by(&[SIGTERM], 143);
 }
 
 const SIGINT: i32 = 2;
