@@ -115,6 +115,30 @@ fn a_bad_matrix_path_is_exit_2_with_nothing_run() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("repeat"), "{err}");
+    // A value out of range in a group's `set`: the error names that group's field,
+    // not the first field the campaign sets.
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: t\nset:\n  duration: 1s\ngroups:\n  - name: a\n    scenario: {0}\n  - name: b\n    scenario: {0}\n    set:\n      void.loader_cpu_max: 0.0\n",
+            support::scenario("smoke.yaml").display()
+        ),
+    )
+    .unwrap();
+    let o = support::binary()
+        .args(["campaign"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("field `groups[1].set.void.loader_cpu_max`"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is written for a bad campaign");
 }
 
 #[test]
@@ -883,6 +907,44 @@ fn a_matrix_cell_that_errs_leaves_the_campaign_incomplete() {
     let of = |arm: &str| rec.cells.iter().find(|c| c.arm == arm).unwrap();
     assert_eq!(of("broken").status, CellStatus::Failed);
     assert_eq!(of("fine").status, CellStatus::Done);
+}
+
+/// The closing lines name each cell that did not PASS and why, in one line: here a
+/// VOID arm (its loader allowed 0.01 % of the CPU) beside a PASS arm, in virtual time.
+#[test]
+fn the_closing_lines_say_why_each_cell_did_not_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: t\nrepeats: 2\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: starved\n    scenario: {0}\n    set:\n      void.loader_cpu_max: 0.0001\n  - name: fine\n    scenario: {0}\n    set:\n      void.loader_cpu_max: 1.0\n",
+            support::scenario("smoke.yaml").display()
+        ),
+    )
+    .unwrap();
+    let mut req = CampaignRequest::new(&file);
+    req.out = Some(tmp.path().join("out"));
+    req.timing = Timing::Virtual;
+    let done = campaign::execute(&req).expect("the campaign runs");
+    let rec = CampaignRecord::read(&done.dir).unwrap();
+    let void: Vec<&str> = rec
+        .cells
+        .iter()
+        .filter(|c| c.outcome.as_deref() == Some("VOID"))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(void, ["starved#1", "starved#2"], "{}", done.text);
+    assert!(done.text.contains("not PASS (2):"), "{}", done.text);
+    for id in void {
+        let line = done
+            .text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id}  VOID: ")))
+            .unwrap_or_else(|| panic!("no line for {id}: {}", done.text));
+        assert!(line.contains("loader used"), "{line}");
+    }
+    assert!(!done.text.contains("fine#1  "), "{}", done.text);
 }
 
 /// `crossbench campaign` probes the host before its first cell (`--host-probe SECS`),

@@ -258,10 +258,17 @@ fn resolve_arm(
             invalid(field, message.clone())
         }
         ScenarioError::Read { .. } => invalid("scenario", e.to_string()),
-        _ => invalid(
-            sources.first().map_or("scenario", |s| s.0.as_str()),
+        // A value the scenario rejects: the campaign field that set it (the last of
+        // them, as the last set wins), or the scenario file when none did.
+        ScenarioError::Invalid { field, .. } => invalid(
+            sources
+                .iter()
+                .rev()
+                .find(|(_, k, _)| k == field || field.starts_with(&format!("{k}.")))
+                .map_or("scenario", |s| s.0.as_str()),
             e.to_string(),
         ),
+        ScenarioError::Parse { .. } => invalid("scenario", e.to_string()),
     })?;
     // A stream ladder is a matrix over `rate`: one arm per rate.
     let ladder = loaded

@@ -192,6 +192,20 @@ pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
             let _ = writeln!(o, "host probe at {}: {w}", p.utc);
         }
     }
+    let not_passed = not_passed(rec, dir);
+    if !not_passed.is_empty() {
+        let _ = writeln!(o, "not PASS ({}):", not_passed.len());
+        for line in not_passed.iter().take(NOT_PASSED_SHOWN) {
+            let _ = writeln!(o, "  {line}");
+        }
+        if not_passed.len() > NOT_PASSED_SHOWN {
+            let _ = writeln!(
+                o,
+                "  and {} more (each cell's result.json says why)",
+                not_passed.len() - NOT_PASSED_SHOWN
+            );
+        }
+    }
     if rec.status == "interrupted" {
         let left = rec
             .cells
@@ -208,4 +222,111 @@ pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
     }
     let _ = writeln!(o, "record: {}", dir.join("campaign.json").display());
     o
+}
+
+/// How many cells that did not PASS the closing lines name, one line each.
+const NOT_PASSED_SHOWN: usize = 20;
+
+/// One line for each cell that ended without a PASS (`<id>  <OUTCOME>: why`), in run
+/// order, so a VOID's cause (a stalled host, an overloaded loader) or a FAIL's first
+/// failing stream is seen where the campaign ends, not only in the cell's record.
+fn not_passed(rec: &CampaignRecord, dir: &Path) -> Vec<String> {
+    rec.cells
+        .iter()
+        .filter(|c| c.status == CellStatus::Done && c.outcome.as_deref() != Some("PASS"))
+        .map(|c| {
+            let why = std::fs::read_to_string(dir.join(&c.dir).join("result.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|r| why_not_pass(&r))
+                .unwrap_or_else(|| "(its result.json says no more)".into());
+            format!("{}  {}: {why}", c.id, c.outcome.as_deref().unwrap_or("?"))
+        })
+        .collect()
+}
+
+/// Why a cell's `result.json` is not a PASS, in one line: a VOID's first reason, a
+/// FAIL's first failing stream (and how many more), a REFUSED's request and answer.
+/// `None` for a PASS.
+pub fn why_not_pass(result: &serde_json::Value) -> Option<String> {
+    let first_and_more = |reasons: Vec<&str>| -> Option<String> {
+        let (first, rest) = reasons.split_first()?;
+        Some(match rest.len() {
+            0 => (*first).to_string(),
+            n => format!("{first} (and {n} more)"),
+        })
+    };
+    match result["outcome"].as_str()? {
+        "PASS" => None,
+        "VOID" => first_and_more(texts(&result["void"]["reasons"])),
+        "FAIL" => first_and_more(
+            texts(&result["verdict"]["reasons"])
+                .into_iter()
+                .filter(|r| !r.starts_with("note:"))
+                .collect(),
+        ),
+        "REFUSED" => Some(format!(
+            "{} refused: {}",
+            result["refused"]["what"].as_str().unwrap_or("?"),
+            result["refused"]["answer"].as_str().unwrap_or("?")
+        )),
+        "INTERRUPTED" => Some("cut short by a signal".into()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The strings of a JSON array (none when it is not one).
+fn texts(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(|r| r.as_str()).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::why_not_pass;
+    use serde_json::json;
+
+    #[test]
+    fn a_pass_has_no_reason() {
+        assert_eq!(why_not_pass(&json!({"outcome": "PASS"})), None);
+    }
+
+    #[test]
+    fn a_void_gives_its_first_reason_and_counts_the_rest() {
+        let r = json!({"outcome": "VOID", "void": {"void": true, "reasons": [
+            "schedule lag p99 5.72 ms > 5.00 ms allowed (void.schedule_lag_p99_max); the hypervisor stole 20.4 % of the host's CPU time meanwhile",
+            "loader CPU 0.97 > 0.90"
+        ]}});
+        assert_eq!(
+            why_not_pass(&r).unwrap(),
+            "schedule lag p99 5.72 ms > 5.00 ms allowed (void.schedule_lag_p99_max); the hypervisor stole 20.4 % of the host's CPU time meanwhile (and 1 more)"
+        );
+    }
+
+    #[test]
+    fn a_fail_gives_its_first_failing_stream_not_its_notes() {
+        let r = json!({"outcome": "FAIL", "verdict": {"pass": false, "reasons": [
+            "note: lost_acked=12: acknowledged and never delivered",
+            "cm-avail_cm-db: 2 gaps",
+            "cm-ota-sync_ota-1: 2 gaps",
+            "note: cm-avail_cm-db: first gaps: key 4 seq 0"
+        ]}});
+        assert_eq!(
+            why_not_pass(&r).unwrap(),
+            "cm-avail_cm-db: 2 gaps (and 1 more)"
+        );
+    }
+
+    #[test]
+    fn a_refusal_gives_what_was_asked_and_the_answer() {
+        let r = json!({"outcome": "REFUSED", "refused": {
+            "what": "topic cb_ingress_a with 20000 partitions",
+            "answer": "POLICY_VIOLATION"
+        }});
+        assert_eq!(
+            why_not_pass(&r).unwrap(),
+            "topic cb_ingress_a with 20000 partitions refused: POLICY_VIOLATION"
+        );
+    }
 }
