@@ -180,8 +180,9 @@ pub fn resume_dry_run<'a>(
 pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "\n=== CAMPAIGN {}  {} ===", rec.campaign, rec.status);
-    match report::campaign::CampaignView::load(dir) {
-        Ok(v) => o.push_str(&report::campaign::table(&v).to_markdown()),
+    let view = report::campaign::CampaignView::load(dir);
+    match &view {
+        Ok(v) => o.push_str(&report::campaign::table(v).to_markdown()),
         Err(e) => {
             let _ = writeln!(o, "(no table: {e})");
         }
@@ -192,7 +193,7 @@ pub fn closing(rec: &CampaignRecord, dir: &Path) -> String {
             let _ = writeln!(o, "host probe at {}: {w}", p.utc);
         }
     }
-    let not_passed = not_passed(rec, dir);
+    let not_passed = not_passed(rec, dir, view.as_ref().ok());
     if !not_passed.is_empty() {
         let _ = writeln!(o, "not PASS ({}):", not_passed.len());
         for line in not_passed.iter().take(NOT_PASSED_SHOWN) {
@@ -229,16 +230,26 @@ const NOT_PASSED_SHOWN: usize = 20;
 
 /// One line for each cell that ended without a PASS (`<id>  <OUTCOME>: why`), in run
 /// order, so a VOID's cause (a stalled host, an overloaded loader) or a FAIL's first
-/// failing stream is seen where the campaign ends, not only in the cell's record.
-fn not_passed(rec: &CampaignRecord, dir: &Path) -> Vec<String> {
+/// failing stream is seen where the campaign ends, not only in the cell's record. The
+/// records are the ones `view` (the table's) already read.
+fn not_passed(
+    rec: &CampaignRecord,
+    dir: &Path,
+    view: Option<&report::campaign::CampaignView>,
+) -> Vec<String> {
+    let record = |cell_dir: &Path| {
+        view?
+            .arms
+            .iter()
+            .flat_map(|a| &a.cells)
+            .find(|r| r.dir == cell_dir)
+    };
     rec.cells
         .iter()
         .filter(|c| c.status == CellStatus::Done && c.outcome.as_deref() != Some("PASS"))
         .map(|c| {
-            let why = std::fs::read_to_string(dir.join(&c.dir).join("result.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|r| why_not_pass(&r))
+            let why = record(&dir.join(&c.dir))
+                .and_then(|r| why_not_pass(&r.result))
                 .unwrap_or_else(|| "(its result.json says no more)".into());
             format!("{}  {}: {why}", c.id, c.outcome.as_deref().unwrap_or("?"))
         })
@@ -248,44 +259,41 @@ fn not_passed(rec: &CampaignRecord, dir: &Path) -> Vec<String> {
 /// Why a cell's `result.json` is not a PASS, in one line: a VOID's first reason, a
 /// FAIL's first failing stream (and how many more), a REFUSED's request and answer.
 /// `None` for a PASS.
-pub fn why_not_pass(result: &serde_json::Value) -> Option<String> {
-    let first_and_more = |reasons: Vec<&str>| -> Option<String> {
-        let (first, rest) = reasons.split_first()?;
-        Some(match rest.len() {
-            0 => (*first).to_string(),
+pub fn why_not_pass(result: &report::cell::CellResult) -> Option<String> {
+    fn first_and_more<'a>(mut reasons: impl Iterator<Item = &'a String>) -> Option<String> {
+        let first = reasons.next()?;
+        Some(match reasons.count() {
+            0 => first.clone(),
             n => format!("{first} (and {n} more)"),
         })
-    };
-    match result["outcome"].as_str()? {
+    }
+    match result.outcome.as_str() {
         "PASS" => None,
-        "VOID" => first_and_more(texts(&result["void"]["reasons"])),
+        "VOID" => first_and_more(result.void.reasons.iter()),
         "FAIL" => first_and_more(
-            texts(&result["verdict"]["reasons"])
-                .into_iter()
-                .filter(|r| !r.starts_with("note:"))
-                .collect(),
+            result
+                .verdict
+                .reasons
+                .iter()
+                .filter(|r| !r.starts_with("note:")),
         ),
-        "REFUSED" => Some(format!(
-            "{} refused: {}",
-            result["refused"]["what"].as_str().unwrap_or("?"),
-            result["refused"]["answer"].as_str().unwrap_or("?")
-        )),
+        "REFUSED" => result
+            .refused
+            .as_ref()
+            .map(|r| format!("{} refused: {}", r.what, r.answer)),
         "INTERRUPTED" => Some("cut short by a signal".into()),
         other => Some(other.to_string()),
     }
 }
 
-/// The strings of a JSON array (none when it is not one).
-fn texts(v: &serde_json::Value) -> Vec<&str> {
-    v.as_array()
-        .map(|a| a.iter().filter_map(|r| r.as_str()).collect())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::why_not_pass;
     use serde_json::json;
+
+    /// `why_not_pass` of the record `result.json` would give.
+    fn why_not_pass(r: &serde_json::Value) -> Option<String> {
+        super::why_not_pass(&serde_json::from_value(r.clone()).unwrap())
+    }
 
     #[test]
     fn a_pass_has_no_reason() {
