@@ -245,8 +245,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
         Timing::Virtual => crate::cli::run::virtual_runtime(),
     }
     .context("starting the runtime")?;
-    let host = (!req.host_probe.is_zero() && req.timing == Timing::Real)
-        .then(|| crate::campaign::probe_host(req.host_probe));
+    let host = crate::campaign::probe_host(req.host_probe, req.timing);
     let started = SystemTime::now();
     let interrupt = CancellationToken::new();
     {
@@ -620,8 +619,10 @@ pub fn run_campaign(
         .iter()
         .enumerate()
         .any(|(i, a)| a.not_run.is_none() && rec.arms[i].text.is_none());
-    if to_search && !req.host_probe.is_zero() && req.timing == Timing::Real {
-        let p = crate::campaign::probe_host(req.host_probe);
+    if let Some(p) = to_search
+        .then(|| crate::campaign::probe_host(req.host_probe, req.timing))
+        .flatten()
+    {
         rec.host_probes.push(p);
         rec.write(dir)?;
     }

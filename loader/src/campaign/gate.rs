@@ -184,8 +184,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         Timing::Virtual => crate::cli::run::virtual_runtime(),
     }
     .context("starting the runtime")?;
-    let host = (!req.host_probe.is_zero() && req.timing == Timing::Real)
-        .then(|| crate::campaign::probe_host(req.host_probe));
+    let host = crate::campaign::probe_host(req.host_probe, req.timing);
     let interrupt = CancellationToken::new();
     {
         let _in_runtime = rt.enter();

@@ -100,15 +100,22 @@ fn cell_id(arm: &Arm, repeat: u32) -> String {
     format!("{}#{repeat}", arm.id)
 }
 
-/// The host probe before a campaign's (or a ceiling search's) first cell
-/// (`record::host_stalls`), said on stderr with its warning.
-pub(crate) fn probe_host(secs: Duration) -> crate::record::host_stalls::StallProbe {
+/// The host probe before the first cell of a campaign, a ceiling search or a gate
+/// (`record::host_stalls`), said on stderr with its warning. None when `secs` is zero
+/// or the time is virtual (the probe measures the real machine).
+pub(crate) fn probe_host(
+    secs: Duration,
+    timing: Timing,
+) -> Option<crate::record::host_stalls::StallProbe> {
+    if secs.is_zero() || timing != Timing::Real {
+        return None;
+    }
     let p = crate::record::host_stalls::probe(secs);
     eprintln!("{}", p.describe());
     if let Some(w) = p.warning() {
         eprintln!("WARNING: {w}");
     }
-    p
+    Some(p)
 }
 
 /// Run (or `--dry-run`, or `--resume`) a campaign.
@@ -505,15 +512,17 @@ async fn run_cells(
     let cut = CancellationToken::new();
     crate::cli::signals::install_after_cell(stop.clone(), cut.clone());
     let todo = cells_to_run(req, arms, dir, rec);
-    if !todo.is_empty() && !req.host_probe.is_zero() && req.timing == Timing::Real {
+    if !todo.is_empty() {
         // Before the first cell: does this host stall a busy machine? Warned of,
         // recorded, never refused (record::host_stalls).
-        let secs = req.host_probe;
-        let p = tokio::task::spawn_blocking(move || probe_host(secs))
+        let (secs, timing) = (req.host_probe, req.timing);
+        if let Some(p) = tokio::task::spawn_blocking(move || probe_host(secs, timing))
             .await
-            .context("the host probe")?;
-        rec.host_probes.push(p);
-        rec.write(dir)?;
+            .context("the host probe")?
+        {
+            rec.host_probes.push(p);
+            rec.write(dir)?;
+        }
     }
     let mut bar = progress::Bar::new(todo.len(), req.quiet);
     let mut ran = 0;
