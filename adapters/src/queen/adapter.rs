@@ -42,6 +42,21 @@ use crate::counter;
 use crate::error::BrokerError;
 use crate::lanes::lane_key;
 
+/// Queen's `delete_queue_v1` deletes the queue's partitions while other work on the
+/// server may lock the same rows in the other order (most likely a pop of the previous
+/// cell, still running after its client hung up: docs/perf-queen.md). PostgreSQL breaks
+/// the deadlock by failing one side, and Queen answers the delete with the error (seen
+/// in the ceiling campaign of 2026-12-05, after a cell that left a backlog). A deadlock
+/// victim may be retried by PostgreSQL's own definition (SQLSTATE 40P01), so the
+/// reset tries again, a few times, before it gives up.
+const DELETE_ATTEMPTS: u32 = 5;
+const DELETE_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Whether Queen's answer to a delete is PostgreSQL's deadlock error.
+fn is_deadlock(answer: &str) -> bool {
+    answer.contains("deadlock detected")
+}
+
 /// What setup learned.
 #[derive(Debug, Default)]
 struct Setup {
@@ -144,7 +159,9 @@ impl QueenBroker {
             .map_err(|f: Failure| f.error)
     }
 
-    async fn reset_topic(&self, topic: &str, groups: &[String]) -> Result<(), BrokerError> {
+    /// Drop a topic's queue and its groups' cursors; returns how many times the queue's
+    /// delete was tried again after PostgreSQL chose it as a deadlock victim.
+    async fn reset_topic(&self, topic: &str, groups: &[String]) -> Result<u32, BrokerError> {
         for g in groups {
             // This queue's share of the group only: `DELETE /consumer-groups/<g>` drops
             // the group's cursors on every queue of the server, so a reset of one cell
@@ -165,18 +182,35 @@ impl QueenBroker {
                 self.stats.error("reset", &e);
             }
         }
-        let v = self
-            .delete(
-                "reset",
-                &format!("/api/v1/resources/queues/{}", encode(topic)),
-            )
-            .await?;
-        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+        let mut attempt = 1;
+        loop {
+            let v = self
+                .delete(
+                    "reset",
+                    &format!("/api/v1/resources/queues/{}", encode(topic)),
+                )
+                .await?;
+            let Some(e) = v.get("error").and_then(|e| e.as_str()) else {
+                return Ok(attempt - 1);
+            };
+            if is_deadlock(e) && attempt < DELETE_ATTEMPTS {
+                self.stats.error(
+                    "reset",
+                    &BrokerError::Refused(format!("deleting queue {topic:?}: {e}")),
+                );
+                tokio::time::sleep(DELETE_BACKOFF * attempt).await;
+                attempt += 1;
+                continue;
+            }
+            let tries = if attempt > 1 {
+                format!(" (attempt {attempt} of {DELETE_ATTEMPTS})")
+            } else {
+                String::new()
+            };
             return Err(BrokerError::Refused(format!(
-                "deleting queue {topic:?}: {e}"
+                "deleting queue {topic:?}{tries}: {e}"
             )));
         }
-        Ok(())
     }
 
     async fn configure(&self, topic: &str, dedup_window_sec: u64) -> Result<bool, BrokerError> {
@@ -255,9 +289,10 @@ impl Broker for QueenBroker {
         let version = self.health().await?;
         let mut dedup = DedupSupport::NotRequested;
         let mut topics = HashMap::new();
+        let mut delete_retries = 0;
         for t in &topology.topics {
             if topology.reset {
-                self.reset_topic(&t.name, &t.groups).await?;
+                delete_retries += self.reset_topic(&t.name, &t.groups).await?;
             }
             let kept = self.configure(&t.name, topology.dedup_window_sec).await?;
             if topology.dedup_window_sec > 0 {
@@ -315,6 +350,11 @@ impl Broker for QueenBroker {
             notes.push(format!(
                 "delayedProcessing {} s on every queue: a message is visible to pops only that long after it was stamped (adds that much to e2e)",
                 o.delayed_processing.as_secs()
+            ));
+        }
+        if delete_retries > 0 {
+            notes.push(format!(
+                "the reset's queue deletes were tried again {delete_retries} time(s): PostgreSQL chose them as deadlock victims"
             ));
         }
         notes.extend(store_notes);
@@ -558,6 +598,22 @@ impl Broker for QueenBroker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer Queen gave a reset's delete in the ceiling campaign of 2026-12-05
+    /// (abridged): a deadlock is tried again, any other refusal is not.
+    #[test]
+    fn only_a_deadlock_victim_is_deleted_again() {
+        let seen = "ERROR:  deadlock detected\nDETAIL:  Process 20680 waits for ShareLock on transaction 958156; blocked by process 20678.\nCONTEXT:  while deleting tuple (0,82) in relation \"partitions\"";
+        assert!(is_deadlock(seen));
+        assert!(!is_deadlock("queue not found"));
+        assert!(!is_deadlock(
+            "ERROR:  insert or update on table \"partition_consumers\" violates foreign key constraint"
+        ));
+        // Five tries, backing off 0.25 s, 0.5 s, 0.75 s, 1 s between them: 2.5 s at
+        // most before the cell's setup reports the refusal.
+        let waited: Duration = (1..DELETE_ATTEMPTS).map(|a| DELETE_BACKOFF * a).sum();
+        assert_eq!(waited, Duration::from_millis(2500));
+    }
 
     #[test]
     fn bad_options_fail_at_construction() {
