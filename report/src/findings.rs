@@ -23,6 +23,11 @@ pub struct Finding {
     #[serde(default)]
     pub source: String,
     pub checks: Vec<Check>,
+    /// Why the finding does not hold here, or is inconclusive, as far as it was
+    /// measured: our words, naming where the evidence is. The page shows it under a
+    /// verdict other than **holds** ([`why_line`]).
+    #[serde(default)]
+    pub why: String,
 }
 
 /// One check: a ratio of two arms' medians with an expected direction, or failures
@@ -300,6 +305,21 @@ pub fn overall(results: &[Judgement]) -> Judgement {
     }
 }
 
+/// The line under a finding's verdict that says why it came out as it did: none when
+/// it holds or did not run; the campaign file's `why` when it gives one; otherwise
+/// a plain statement that no reason was examined, so a finding that does not hold is
+/// never left to look explained.
+pub fn why_line(o: Judgement, why: &str) -> Option<String> {
+    match o {
+        Judgement::Holds | Judgement::NotRun => None,
+        Judgement::DoesNotHold | Judgement::Inconclusive => Some(if why.trim().is_empty() {
+            "Why: not examined (the campaign file gives no reason).".to_string()
+        } else {
+            format!("Why: {}", why.trim())
+        }),
+    }
+}
+
 /// docs/findings.md.
 pub fn render(c: &CampaignView, findings: &[Finding], command: &str) -> Result<String, String> {
     let mut s = String::new();
@@ -343,6 +363,9 @@ pub fn render(c: &CampaignView, findings: &[Finding], command: &str) -> Result<S
         let _ = writeln!(body, "Here: **{}**\n", o.text());
         for l in lines {
             let _ = writeln!(body, "{l}");
+        }
+        if let Some(w) = why_line(o, &f.why) {
+            let _ = writeln!(body, "\n{w}");
         }
         body.push('\n');
     }
@@ -438,9 +461,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f[0].checks.len(), 2);
+        assert_eq!(f[0].why, "");
         assert!(serde_yaml::from_str::<Vec<Finding>>(
             "- id: F\n  title: t\n  checks: []\n  bogus: 1\n"
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_finding_that_does_not_hold_says_why_or_that_no_one_looked() {
+        use Judgement::*;
+        assert_eq!(why_line(Holds, "a reason"), None);
+        assert_eq!(why_line(NotRun, "a reason"), None);
+        assert_eq!(
+            why_line(DoesNotHold, "  the pop scans every partition. "),
+            Some("Why: the pop scans every partition.".to_string())
+        );
+        for o in [DoesNotHold, Inconclusive] {
+            let l = why_line(o, " ").unwrap();
+            assert!(l.contains("not examined"), "{l}");
+        }
     }
 }
