@@ -31,14 +31,20 @@ fn campaign_file(dir: &Path, duration: &str, repeats: u32, matrix: &str) -> Path
 
 const MATRIX: &str = "  rate: [100, 200]\n  lane_headroom: [1.5, 2]\n";
 
+/// A request to run the campaign in `file` into `out`, in virtual time.
+fn virtual_request(file: &Path, out: &Path) -> CampaignRequest {
+    let mut req = CampaignRequest::new(file);
+    req.out = Some(out.to_path_buf());
+    req.timing = Timing::Virtual;
+    req
+}
+
 #[test]
 fn a_two_by_two_matrix_with_three_repeats_runs_twelve_cells_interleaved() {
     let tmp = tempfile::tempdir().unwrap();
     let file = campaign_file(tmp.path(), "2s", 3, MATRIX);
     let out = tmp.path().join("out");
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
-    req.timing = Timing::Virtual;
+    let req = virtual_request(&file, &out);
     let done = campaign::execute(&req).expect("the campaign runs");
     assert_eq!(done.exit, Exit::Pass, "{}", done.text);
     assert_eq!(done.ran, 12);
@@ -326,9 +332,7 @@ fn rerun_searches_one_arm_of_a_ceiling_campaign_again_and_leaves_the_others() {
     // Arm b's first range is all below the capacity: "at least 800", unconfirmed above.
     let file = ceiling_campaign_file(tmp.path(), [200, 800]);
     let out = tmp.path().join("out");
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
-    req.timing = Timing::Virtual;
+    let req = virtual_request(&file, &out);
     let first = campaign::execute(&req).expect("the ceiling campaign runs");
     assert_eq!(first.ran, 2);
     let read = || -> serde_json::Value {
@@ -387,9 +391,7 @@ fn rerun_runs_one_arm_of_a_matrix_campaign_again() {
     let tmp = tempfile::tempdir().unwrap();
     let file = campaign_file(tmp.path(), "1s", 2, MATRIX);
     let out = tmp.path().join("out");
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
-    req.timing = Timing::Virtual;
+    let mut req = virtual_request(&file, &out);
     assert_eq!(campaign::execute(&req).unwrap().ran, 8);
     let rec = CampaignRecord::read(&out).unwrap();
     let arm = rec.arms[2].id.clone();
@@ -444,9 +446,7 @@ fn rerun_takes_the_new_overrides_of_the_arm_it_runs_again() {
     let tmp = tempfile::tempdir().unwrap();
     let file = two_group_file(tmp.path(), 100);
     let out = tmp.path().join("out");
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
-    req.timing = Timing::Virtual;
+    let req = virtual_request(&file, &out);
     assert_eq!(campaign::execute(&req).unwrap().ran, 4);
     let read = || -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(out.join("campaign.json")).unwrap()).unwrap()
@@ -721,10 +721,8 @@ fn a_sigint_leaves_a_ceiling_campaign_interrupted_and_resume_finishes_it() {
     );
     assert!(stdout.contains("interrupted"), "{stdout}");
 
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(out.clone());
+    let mut req = virtual_request(&file, &out);
     req.resume = true;
-    req.timing = Timing::Virtual;
     let done = campaign::execute(&req).expect("the campaign resumes");
     assert_eq!(done.exit, Exit::Pass);
     assert_eq!(done.ran, 2, "both arms are searched");
@@ -864,9 +862,7 @@ fn run_with_a_broken_group(
         ),
     )
     .unwrap();
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(tmp.path().join("out"));
-    req.timing = Timing::Virtual;
+    let req = virtual_request(&file, &tmp.path().join("out"));
     let done = campaign::execute(&req).expect("the campaign runs");
     assert_eq!(done.exit, Exit::Internal, "{}", done.text);
     (tmp, done)
@@ -923,9 +919,7 @@ fn the_closing_lines_say_why_each_cell_did_not_pass() {
         ),
     )
     .unwrap();
-    let mut req = CampaignRequest::new(&file);
-    req.out = Some(tmp.path().join("out"));
-    req.timing = Timing::Virtual;
+    let req = virtual_request(&file, &tmp.path().join("out"));
     let done = campaign::execute(&req).expect("the campaign runs");
     let rec = CampaignRecord::read(&done.dir).unwrap();
     let void: Vec<&str> = rec
