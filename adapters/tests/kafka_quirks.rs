@@ -1,7 +1,8 @@
 //! Kafka behaviour beyond the adapter contract (the contract itself is the shared
 //! suite: contract_kafka.rs): what the description says about partitions and members,
-//! a slow key holds back only its own partition (pause / resume), and a topology the
-//! broker refuses comes back with the broker's answer.
+//! a slow key holds back only its own partition (pause / resume), a topology the
+//! broker refuses comes back with the broker's answer, and a reset waits until the
+//! broker has finished with connections closed mid-request.
 //!
 //! Needs a broker on 127.0.0.1:9092 (scripts/provision/tansu.sh). When it is not
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
@@ -246,4 +247,73 @@ async fn kafka_refused_topology_carries_the_broker_answer() {
     println!("refused: {what}: {answer}");
     assert!(what.contains("refused"), "{what}");
     assert!(!answer.is_empty());
+}
+
+/// A reset does not delete topics while the broker is still serving a request of a
+/// connection that was closed to it (tansu 0.6.0 panics when such a request reaches a
+/// deleted partition, and stays down: `quiesce` in the adapter). Here the request is a
+/// long-poll Fetch (3 s on an empty partition) left with the broker by a consumer that
+/// closes at once; the next setup must wait for the broker to finish it, and say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_reset_waits_until_the_broker_has_finished_closed_connections() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+    if !support::ready::kafka() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let topic = "cbt-kafka-quiesce";
+    let broker = KafkaBroker::new(options()).unwrap();
+    broker
+        .setup(&topology(topic, &["g"], 4, 2))
+        .await
+        .expect("first setup");
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &options().bootstrap_servers)
+        .set("group.id", "cbt-kafka-quiesce-probe")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "3000")
+        .set("log_level", "3")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(0))
+        .unwrap();
+    consumer.assign(&tpl).expect("assign");
+    // Long enough for librdkafka to connect and send its Fetch, well inside the 3 s
+    // the broker then holds it for.
+    let consumer = tokio::task::spawn_blocking(move || {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(800) {
+            let _ = consumer.poll(Duration::from_millis(100));
+        }
+        consumer
+    })
+    .await
+    .unwrap();
+    let closed = Instant::now();
+    tokio::task::spawn_blocking(move || drop(consumer))
+        .await
+        .unwrap();
+    let d = broker
+        .setup(&topology(topic, &["g"], 4, 2))
+        .await
+        .expect("second setup");
+    let after = closed.elapsed();
+    let note = d
+        .notes
+        .iter()
+        .find(|n| n.starts_with("before deleting the topics"))
+        .unwrap_or_else(|| panic!("no note on the wait before deleting: {:?}", d.notes));
+    println!("{note} (setup done {after:?} after the consumer closed)");
+    assert!(
+        note.contains("waited") && note.contains("finished with"),
+        "the broker was still serving the closed consumer's Fetch: {note}"
+    );
+    assert!(
+        after >= Duration::from_millis(1000),
+        "the setup deleted the topics {after:?} after the close, before the broker's 3 s long poll could end"
+    );
+    broker.close().await.unwrap();
 }

@@ -70,3 +70,42 @@ fn kafka_pipeline_smoke_default_tier() {
 fn kafka_pipeline_smoke_fsync_tier() {
     run_cell("fsync");
 }
+
+/// A cell after one whose topics had more partitions: its reset recreates them with
+/// fewer, and the broker must still be up and serving. The adapter once made its
+/// producer before that recreation; librdkafka knew the old partition count, and
+/// tansu 0.6.0 died on the first Produce to a partition that no longer existed
+/// (partition 60 of a topic recreated with 20; compose/kafka/README.md). On a tansu of
+/// the test's own: a build that brings the bug back kills the broker it runs against.
+#[test]
+fn kafka_topics_recreated_with_fewer_partitions_leave_the_broker_up() {
+    let _serial = serial();
+    let Some(tansu) = support::victims::need(
+        "a tansu of the test's own",
+        support::victims::Tansu::start(9094),
+    ) else {
+        return;
+    };
+    let bootstrap = format!("kafka.bootstrap_servers={}", tansu.bootstrap());
+    for p in [40, 10] {
+        let properties = format!("properties={p}");
+        let sets = support::relaxed(&[
+            &bootstrap,
+            // The victim's state is not the shared tansu's: no disk figure.
+            "kafka.log_dir=''",
+            "rate=20",
+            &properties,
+            "duration=5s",
+            "warmup=1s",
+            "drain.max=30s",
+        ]);
+        let (code, text, _tmp) = support::run_raw(Path::new(SCENARIO), &sets);
+        let log = std::fs::read_to_string(tansu.log_path()).unwrap_or_default();
+        assert!(
+            !log.contains("panicked"),
+            "tansu panicked during the cell with {p} partitions per topic (exit {code}); its log:\n{}",
+            support::victims::tail(&tansu.log_path(), 12)
+        );
+        assert_eq!(code, 0, "the cell with {p} partitions per topic:\n{text}");
+    }
+}

@@ -70,8 +70,9 @@ stop_tansu() {
 
 # 3. A tansu this script started whose storage task panicked still accepts
 #    connections but answers every request with an error (seen with 0.6.0's SQLite
-#    engine: "more or less than one row" in lite.rs when topics are deleted and
-#    recreated under load). Restart it; its data file is kept.
+#    engine: "more or less than one row" in lite.rs when a request reaches a deleted
+#    partition; the Kafka adapter's reset now waits for such requests before it
+#    deletes, compose/kafka/README.md). Restart it; its data file is kept.
 if grep -q "panicked at" "$STATE/tansu.log" 2>/dev/null && pid=$(our_tansu); then
     log "tansu (pid $pid) panicked earlier (see $STATE/tansu.log); restarting it"
     stop_tansu "$pid"

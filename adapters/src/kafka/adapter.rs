@@ -162,29 +162,59 @@ impl KafkaBroker {
         let names: Vec<String> = topology.topics.iter().map(|t| t.name.clone()).collect();
         let mut notes = Vec::new();
         // Fail fast with a clear message when nothing answers.
-        admin.topics().await.map_err(|e| {
+        let existing = admin.topics().await.map_err(|e| {
             BrokerError::Connection(format!(
                 "{e}; is a Kafka-protocol broker listening on {}? (scripts/provision/tansu.sh)",
                 self.opts.bootstrap_servers
             ))
         })?;
-        if topology.reset {
+        let recreated = topology.reset && names.iter().any(|n| existing.contains_key(n));
+        if recreated {
+            // Nothing may reach the old partitions once they are deleted: what the
+            // producer still holds is sent to them now, not after, then the wait until
+            // the broker has finished every request of the connections closed to it (the
+            // last cell's consumers and producer): tansu 0.6.0 dies on a request that
+            // reaches a deleted partition (`quiesce`).
+            let p = self.producer();
+            let unsent = tokio::task::spawn_blocking(move || {
+                let _ = p.flush(std::time::Duration::from_secs(10));
+                p.in_flight_count()
+            })
+            .await
+            .unwrap_or(0);
+            if unsent > 0 {
+                notes.push(format!(
+                    "before deleting the topics: the producer still held {unsent} message(s) after a 10 s flush; given up"
+                ));
+            }
+            let mut endpoints: Vec<String> = self
+                .opts
+                .bootstrap_servers
+                .split(',')
+                .map(str::to_string)
+                .collect();
+            endpoints.extend(admin.advertised().await.unwrap_or_default());
+            let brokers = super::quiesce::addresses(&endpoints);
+            let quiet = super::quiesce::wait(&brokers, self.opts.setup_timeout).await;
+            notes.push(quiet.note(brokers.len()));
             let n = admin.delete(&names).await?;
             self.stats.topics_deleted.add(n);
-            if n > 0 {
-                // The old producer's sequence numbers belong to the deleted partitions.
-                let fresh = Self::new_producer(&self.opts)?;
-                let old = std::mem::replace(&mut *self.producer.write(), fresh);
-                let _ = tokio::task::spawn_blocking(move || {
-                    old.flush(std::time::Duration::from_secs(10))
-                })
-                .await;
-            }
         }
         let configs = self.topic_configs(topology.durability);
         let created = admin
             .create(&names, partitions, self.opts.replication_factor, &configs)
             .await?;
+        if recreated {
+            // A producer made before the topics were recreated may know their old
+            // partition count (librdkafka fetches it early) and publish to partitions
+            // that no longer exist: tansu 0.6.0 died on a Produce to partition 60 of a
+            // topic recreated with 20 (compose/kafka/README.md). Its sequence numbers
+            // belong to the old partitions too. The producer made now knows only the
+            // new topics; the old one is dropped (librdkafka purges what it still held).
+            let fresh = Self::new_producer(&self.opts)?;
+            let old = std::mem::replace(&mut *self.producer.write(), fresh);
+            let _ = tokio::task::spawn_blocking(move || drop(old)).await;
+        }
         self.stats.topics_created.add(created);
         notes.push(super::durability::tier_note(&admin, &names, topology.durability).await);
         let topics: HashMap<String, Vec<String>> = topology

@@ -7,7 +7,8 @@
 //! consumer-group member: rebalances, partition queues, recovery), `partition` (the
 //! per-partition dispatch: ordered key-batches, pause/resume, replay), `commit` (the
 //! member's coalesced offset commits), `holders` (which member of a group holds each
-//! partition: overlaps a coordinator allows are counted),
+//! partition: overlaps a coordinator allows are counted), `quiesce` (before a reset
+//! deletes topics, wait until the broker has finished with closed connections),
 //! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
 #[cfg(feature = "kafka")]
@@ -29,6 +30,8 @@ mod member;
 mod partition;
 #[cfg(feature = "kafka")]
 mod producer;
+#[cfg(feature = "kafka")]
+mod quiesce;
 #[cfg(feature = "kafka")]
 mod stats;
 #[cfg(feature = "kafka")]

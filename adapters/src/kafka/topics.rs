@@ -114,6 +114,22 @@ impl Admin {
             .collect())
     }
 
+    /// The `host:port` of every broker metadata lists (the addresses clients connect
+    /// to, which may differ from the bootstrap list).
+    pub async fn advertised(&self) -> Result<Vec<String>, BrokerError> {
+        let c = self.client.clone();
+        let t = self.timeout.min(Duration::from_secs(10));
+        let md = tokio::task::spawn_blocking(move || c.inner().fetch_metadata(None, t))
+            .await
+            .map_err(|e| BrokerError::Other(format!("metadata task: {e}")))?
+            .map_err(|e| BrokerError::Connection(format!("metadata request: {e}")))?;
+        Ok(md
+            .brokers()
+            .iter()
+            .map(|b| format!("{}:{}", b.host(), b.port()))
+            .collect())
+    }
+
     /// Delete `names` and wait until metadata no longer lists them. Returns how many
     /// existed.
     pub async fn delete(&self, names: &[String]) -> Result<u64, BrokerError> {
