@@ -252,6 +252,16 @@ mod tests {
         assert_eq!(a, set(&["127.0.0.1:9092", "127.0.0.1:9093"]));
     }
 
+    /// A "broker" on a port of its own and one connection to it: the broker's address,
+    /// the client's end and the broker's end.
+    fn connection() -> (BTreeSet<SocketAddr>, TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = TcpStream::connect(addr).unwrap();
+        let (held, _) = listener.accept().unwrap();
+        ([addr].into(), client, held)
+    }
+
     /// The real thing on this host's sockets: a "broker" that accepted a connection and
     /// has not answered when the client closes it. The wait sees it unfinished until
     /// the broker side closes, and returns once it has.
@@ -261,10 +271,7 @@ mod tests {
             eprintln!("skipped: no /proc/net/tcp on this host");
             return;
         }
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let broker: BTreeSet<SocketAddr> = [listener.local_addr().unwrap()].into();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut held, _) = listener.accept().unwrap();
+        let (broker, client, mut held) = connection();
         // Nothing is closing yet: an open connection is not unfinished.
         let q = wait(&broker, Duration::from_secs(5)).await;
         assert_eq!((q.most, q.left), (0, 0), "{q:?}");
@@ -296,10 +303,7 @@ mod tests {
             eprintln!("skipped: no /proc/net/tcp on this host");
             return;
         }
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let broker: BTreeSet<SocketAddr> = [listener.local_addr().unwrap()].into();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (held, _) = listener.accept().unwrap();
+        let (broker, client, held) = connection();
         drop(client);
         let q = wait(&broker, Duration::from_millis(300)).await;
         assert!(q.left >= 1, "{q:?}");

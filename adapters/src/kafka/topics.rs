@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::metadata::Metadata;
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::error::BrokerError;
@@ -89,16 +90,22 @@ impl Admin {
         }
     }
 
+    /// Metadata of the whole cluster, off the runtime (librdkafka blocks).
+    async fn metadata(&self) -> Result<Metadata, BrokerError> {
+        let c = self.client.clone();
+        let t = self.timeout.min(Duration::from_secs(10));
+        tokio::task::spawn_blocking(move || c.inner().fetch_metadata(None, t))
+            .await
+            .map_err(|e| BrokerError::Other(format!("metadata task: {e}")))?
+            .map_err(|e| BrokerError::Connection(format!("metadata request: {e}")))
+    }
+
     /// Topic name → state, for all topics (listing everything never asks the broker to
     /// auto-create a topic, which naming one could).
     pub async fn topics(&self) -> Result<BTreeMap<String, TopicState>, BrokerError> {
-        let c = self.client.clone();
-        let t = self.timeout.min(Duration::from_secs(10));
-        let md = tokio::task::spawn_blocking(move || c.inner().fetch_metadata(None, t))
-            .await
-            .map_err(|e| BrokerError::Other(format!("metadata task: {e}")))?
-            .map_err(|e| BrokerError::Connection(format!("metadata request: {e}")))?;
-        Ok(md
+        Ok(self
+            .metadata()
+            .await?
             .topics()
             .iter()
             .filter(|t| t.error().is_none())
@@ -117,13 +124,9 @@ impl Admin {
     /// The `host:port` of every broker metadata lists (the addresses clients connect
     /// to, which may differ from the bootstrap list).
     pub async fn advertised(&self) -> Result<Vec<String>, BrokerError> {
-        let c = self.client.clone();
-        let t = self.timeout.min(Duration::from_secs(10));
-        let md = tokio::task::spawn_blocking(move || c.inner().fetch_metadata(None, t))
-            .await
-            .map_err(|e| BrokerError::Other(format!("metadata task: {e}")))?
-            .map_err(|e| BrokerError::Connection(format!("metadata request: {e}")))?;
-        Ok(md
+        Ok(self
+            .metadata()
+            .await?
             .brokers()
             .iter()
             .map(|b| format!("{}:{}", b.host(), b.port()))
