@@ -162,7 +162,7 @@ impl KafkaBroker {
         let names: Vec<String> = topology.topics.iter().map(|t| t.name.clone()).collect();
         let mut notes = Vec::new();
         // Fail fast with a clear message when nothing answers.
-        let existing = admin.topics().await.map_err(|e| {
+        let (existing, advertised) = admin.cluster().await.map_err(|e| {
             BrokerError::Connection(format!(
                 "{e}; is a Kafka-protocol broker listening on {}? (scripts/provision/tansu.sh)",
                 self.opts.bootstrap_servers
@@ -193,7 +193,7 @@ impl KafkaBroker {
                 .split(',')
                 .map(str::to_string)
                 .collect();
-            endpoints.extend(admin.advertised().await.unwrap_or_default());
+            endpoints.extend(advertised);
             let brokers = super::quiesce::addresses(&endpoints);
             let quiet = super::quiesce::wait(&brokers, self.opts.setup_timeout).await;
             notes.push(quiet.note(brokers.len()));

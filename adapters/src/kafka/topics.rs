@@ -103,9 +103,17 @@ impl Admin {
     /// Topic name → state, for all topics (listing everything never asks the broker to
     /// auto-create a topic, which naming one could).
     pub async fn topics(&self) -> Result<BTreeMap<String, TopicState>, BrokerError> {
-        Ok(self
-            .metadata()
-            .await?
+        Ok(self.cluster().await?.0)
+    }
+
+    /// [`Admin::topics`], and the `host:port` of every broker metadata lists (the
+    /// addresses clients connect to, which may differ from the bootstrap list), from
+    /// one metadata request.
+    pub async fn cluster(
+        &self,
+    ) -> Result<(BTreeMap<String, TopicState>, Vec<String>), BrokerError> {
+        let md = self.metadata().await?;
+        let topics = md
             .topics()
             .iter()
             .filter(|t| t.error().is_none())
@@ -118,19 +126,13 @@ impl Admin {
                     },
                 )
             })
-            .collect())
-    }
-
-    /// The `host:port` of every broker metadata lists (the addresses clients connect
-    /// to, which may differ from the bootstrap list).
-    pub async fn advertised(&self) -> Result<Vec<String>, BrokerError> {
-        Ok(self
-            .metadata()
-            .await?
+            .collect();
+        let brokers = md
             .brokers()
             .iter()
             .map(|b| format!("{}:{}", b.host(), b.port()))
-            .collect())
+            .collect();
+        Ok((topics, brokers))
     }
 
     /// Delete `names` and wait until metadata no longer lists them. Returns how many
