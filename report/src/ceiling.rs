@@ -4,6 +4,10 @@
 //!
 //! A cell **held** when it PASSed (not FAIL, not VOID), served at least 97 % of the
 //! demanded deliveries, shed nothing and kept the worse flow's e2e p99 under 5 s.
+//! A cell a ceiling search ran is judged as that search judged it instead (its
+//! `--served` in the rated window and its `--p99-max`, in `ceiling.json`), so that the
+//! per-sweep table and the search's interval never name different ceilings for the
+//! same cells. A rate held when every cell at it held, as in the search.
 
 use std::collections::BTreeMap;
 
@@ -74,12 +78,134 @@ pub fn bound_by(c: &CellRecord) -> String {
     }
 }
 
+/// How the ceiling searches judged the cells they ran, by cell directory: the
+/// search's own rule (`--served`, `--p99-max`) may differ from this table's.
+#[derive(Debug, Default, Clone)]
+pub struct SearchJudgements {
+    cells: BTreeMap<std::path::PathBuf, Judgement>,
+    /// Each search's rule, as the table's note states it.
+    rules: std::collections::BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Judgement {
+    held: bool,
+    why: Option<String>,
+}
+
+/// A path in one form whatever the spelling it was reached by.
+fn key(p: &std::path::Path) -> std::path::PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+impl SearchJudgements {
+    /// The judgements of the searches in `dirs` (each holding a `ceiling.json`).
+    pub fn load(dirs: &[std::path::PathBuf]) -> Result<Self, crate::error::ReportError> {
+        let mut j = Self::default();
+        for d in dirs {
+            let s = load_search(d)?;
+            j.rules.insert(match s.p99_max_ms {
+                Some(p) => format!(
+                    "served ≥ {:.0} % in the rated window, p99 ≤ {}",
+                    s.served_min * 100.0,
+                    if p >= 1000.0 {
+                        format!("{} s", p / 1000.0)
+                    } else {
+                        format!("{p} ms")
+                    }
+                ),
+                None => format!("served ≥ {:.0} % in the rated window", s.served_min * 100.0),
+            });
+            for p in &s.probes {
+                j.cells.insert(
+                    key(&d.join(&p.dir)),
+                    Judgement {
+                        held: p.held,
+                        why: p.why.clone(),
+                    },
+                );
+            }
+        }
+        Ok(j)
+    }
+
+    /// Add `other`'s judgements.
+    pub fn extend(&mut self, other: Self) {
+        self.cells.extend(other.cells);
+        self.rules.extend(other.rules);
+    }
+
+    fn get(&self, c: &CellRecord) -> Option<&Judgement> {
+        if self.cells.is_empty() {
+            return None;
+        }
+        self.cells.get(&key(&c.dir))
+    }
+
+    /// Why `c` did not hold (`None` when it held): its search's verdict when a search
+    /// ran it, this table's rule otherwise.
+    fn symptom(&self, c: &CellRecord) -> Option<String> {
+        match self.get(c) {
+            Some(j) if j.held => None,
+            Some(j) => Some(
+                j.why
+                    .clone()
+                    .unwrap_or_else(|| "did not hold by its search's rule".into()),
+            ),
+            None => symptom(c),
+        }
+    }
+}
+
+impl SearchJudgements {
+    /// The judgements of the searches that ran any of `cells`: a search's cells are
+    /// the directories beside its `ceiling.json`. A `ceiling.json` that cannot be read
+    /// leaves its cells to this table's rule (`crossbench table` has read every search
+    /// it was given with [`searches`] first, which fails on one).
+    pub fn around(cells: &[CellRecord]) -> Self {
+        let searches: std::collections::BTreeSet<std::path::PathBuf> = cells
+            .iter()
+            .filter_map(|c| c.dir.parent())
+            .filter(|d| is_search(d))
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        let mut j = Self::default();
+        for d in searches {
+            if let Ok(one) = Self::load(&[d]) {
+                j.extend(one);
+            }
+        }
+        j
+    }
+}
+
+/// The per-sweep ceiling table: the cells of ceiling searches judged as their
+/// searches judged them, the others by this table's rule.
 pub fn build(cells: &[CellRecord]) -> Table {
+    build_judged(cells, &SearchJudgements::around(cells))
+}
+
+/// The per-sweep ceiling table, the cells of ceiling searches judged as their
+/// searches judged them (`judged`), the others by this table's rule.
+pub fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
     let mut t = Table::new("Ceiling", COLUMNS);
-    t.notes.push(format!(
-        "held = PASS, served ≥ {:.0} %, nothing shed, e2e p99 ≤ 5 s. A sweep is the cells of one system/variant, tier, P and lanes.",
+    let rule = format!(
+        "PASS, served ≥ {:.0} %, nothing shed, e2e p99 ≤ 5 s",
         SERVED_MIN * 100.0
-    ));
+    );
+    let n_judged = cells.iter().filter(|c| judged.get(c).is_some()).count();
+    if n_judged == 0 {
+        t.notes.push(format!(
+            "held = {rule}. A rate held when every cell at it held. A sweep is the cells of one system/variant, tier, P and lanes."
+        ));
+    } else {
+        t.notes.push(format!(
+            "held: {n_judged} cell(s) of ceiling searches as their search judged them (PASS, not VOID, {}); {} other cell(s) by {rule}. A rate held when every cell at it held. A sweep is the cells of one system/variant, tier, P and lanes.",
+            judged.rules.iter().cloned().collect::<Vec<_>>().join("; or "),
+            cells.len() - n_judged,
+        ));
+    }
+    let symptom = |c: &CellRecord| judged.symptom(c);
     let kept = comparability::pipeline_cells(&mut t, cells);
     let mut sweeps: BTreeMap<(String, String, u64, u64), Vec<&CellRecord>> = BTreeMap::new();
     for c in kept {
@@ -101,13 +227,23 @@ pub fn build(cells: &[CellRecord]) -> Table {
                 format!("{}{mark}", c.result.workload.rate_events_per_sec)
             })
             .collect();
-        let held: Vec<&&CellRecord> = group.iter().filter(|c| symptom(c).is_none()).collect();
-        let best = held.last();
-        let best_rate = best.map(|c| c.result.workload.rate_events_per_sec);
-        let next = group.iter().find(|c| {
-            symptom(c).is_some()
-                && best_rate.is_none_or(|b| c.result.workload.rate_events_per_sec > b)
-        });
+        // The highest rate at which every cell held (repeats at one rate must agree,
+        // as in the search), and the first cell above it that did not.
+        let rate = |c: &CellRecord| c.result.workload.rate_events_per_sec;
+        let best = group
+            .iter()
+            .rev()
+            .find(|c| {
+                group
+                    .iter()
+                    .filter(|o| rate(o) == rate(c))
+                    .all(|o| symptom(o).is_none())
+            })
+            .copied();
+        let best_rate = best.map(rate);
+        let next = group
+            .iter()
+            .find(|c| symptom(c).is_some() && best_rate.is_none_or(|b| rate(c) > b));
         let row = vec![
             format!("{sys} P={p} lanes={lanes}"),
             tier.clone(),

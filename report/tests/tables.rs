@@ -215,6 +215,96 @@ fn ceiling_is_the_highest_rate_that_held_and_names_the_next_symptom() {
     assert_eq!(t.get(key, "rates tried"), Some("200 300 450✗ 600✗"));
 }
 
+/// The cells of a ceiling search are judged as the search judged them, so the
+/// per-sweep table and the search's interval name the same ceiling. Here the search
+/// asked 99 % served; its cell at 400 ev/s served 98 % (held by this table's own 97 %
+/// rule, not by the search's), and one of the three repeats at 300 did not hold.
+#[test]
+fn a_ceiling_searchs_cells_are_judged_by_the_searchs_own_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let search = tmp.path().join("pgmq-sparse");
+    let mut probes = Vec::new();
+    for (name, rate, served, held, why) in [
+        ("r200-1", 200, 1.0, true, None),
+        (
+            "r400-1",
+            400,
+            0.98,
+            false,
+            Some("served 98.0 % in the rated window < 99.0 %"),
+        ),
+        ("r300-1", 300, 0.995, true, None),
+        (
+            "r300-2",
+            300,
+            0.985,
+            false,
+            Some("served 98.5 % in the rated window < 99.0 %"),
+        ),
+        ("r300-3", 300, 0.995, true, None),
+        ("r250-1", 250, 0.999, true, None),
+        ("r250-2", 250, 0.999, true, None),
+        ("r250-3", 250, 0.999, true, None),
+    ] {
+        write(
+            &search,
+            &Spec {
+                name,
+                rate,
+                served,
+                p99: 800.0,
+                cores: Some(1.2),
+                ..Spec::default()
+            },
+        );
+        probes.push(serde_json::json!({"rate": rate, "dir": name, "outcome": "PASS", "held": held, "why": why}));
+    }
+    std::fs::write(
+        search.join("ceiling.json"),
+        serde_json::json!({
+            "schema_version": 1, "scenario": "scenarios/pgmq.yaml", "sets": [], "system": "pgmq",
+            "unit": "ev/s", "between": [200, 400], "repeats": 3, "served_min": 0.99,
+            "p99_max_ms": null, "probes": probes,
+            "ceiling": {"held": 250, "not_held": 300, "bound": "system", "text": "[250, 300) ev/s"}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let cells = load_all(&[s(&search)]).unwrap();
+    assert_eq!(cells.len(), 8);
+    let key = "pgmq/read_grouped_head/delete P=100 lanes=1200";
+    let t = ceiling::build(&cells);
+    // By the table's own 97 % rule every cell held and the answer would be 400.
+    assert_eq!(
+        t.get(key, "highest R held"),
+        Some("250"),
+        "{}",
+        t.to_markdown()
+    );
+    assert_eq!(t.get(key, "next R"), Some("300"));
+    assert_eq!(
+        t.get(key, "first symptom"),
+        Some("served 98.5 % in the rated window < 99.0 %")
+    );
+    assert_eq!(
+        t.get(key, "rates tried"),
+        Some("200 250 250 250 300 300✗ 300 400✗")
+    );
+    assert!(
+        t.notes[0].starts_with("held: 8 cell(s) of ceiling searches as their search judged them (PASS, not VOID, served ≥ 99 % in the rated window); 0 other cell(s)"),
+        "{:?}",
+        t.notes
+    );
+    // The table's section for `crossbench table --kind ceiling` agrees with the search.
+    let md = report::commands::table(
+        &[s(&search)],
+        report::commands::TableKind::Ceiling,
+        report::commands::TableFormat::Markdown,
+    )
+    .unwrap();
+    assert!(md.contains("| [250, 300) ev/s |"), "{md}");
+}
+
 #[test]
 fn cost_model_recovers_known_coefficients_from_synthetic_cells() {
     // mCPU = 0.8·(msg/s) + 0.05·(lanes) + 150 for pgmq, and a different law for rabbitmq.
