@@ -155,9 +155,7 @@ impl SearchJudgements {
             None => symptom(c),
         }
     }
-}
 
-impl SearchJudgements {
     /// The judgements of the searches that ran any of `cells`: a search's cells are
     /// the directories beside its `ceiling.json`. A `ceiling.json` that cannot be read
     /// leaves its cells to this table's rule (`crossbench table` has read every search
