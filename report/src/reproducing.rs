@@ -53,7 +53,7 @@ and each cell says how), and, where a run was made, what came out beside what wa
             .filter(|p| pairs.contains_key(&p.id))
         {
             let c = &pairs[&p.id];
-            summary_row(&mut s, p, c, &format!("`{}`", c.name()));
+            summary_row(&mut s, p, c, &format!("`{}`", c.name()), None);
         }
         let _ = writeln!(s, "\nLatencies are flow A's for the channel-manager cells, as the published tables, and every delivery's for stream cells. Every row is a scaled reproduction: see each cell below for what was scaled.\n");
     }
@@ -100,12 +100,20 @@ and each cell says how), and, where a run was made, what came out beside what wa
     s
 }
 
-/// A summary row for one measured cell; `second` fills the second column.
-fn summary_row(s: &mut String, p: &PublishedCell, c: &CellRecord, second: &str) {
+/// A summary row for one measured cell; `second` fills the second column, `last`
+/// (when given) a last one.
+fn summary_row(
+    s: &mut String,
+    p: &PublishedCell,
+    c: &CellRecord,
+    second: &str,
+    last: Option<&str>,
+) {
     let a = c.headline_e2e();
+    let last = last.map_or_else(String::new, |l| format!(" {l} |"));
     let _ = writeln!(
         s,
-        "| `{}` | {second} | {} / {} | {} / {} | {} / {} | {} |",
+        "| `{}` | {second} | {} / {} | {} / {} | {} / {} | {} |{last}",
         p.id,
         ms(p.figures.p50_ms),
         ms(Some(a.p50_ms)),
@@ -145,6 +153,27 @@ fn single_run(s: &mut String, p: &PublishedCell, c: &CellRecord) {
         c,
         ", one earlier run (an anecdote: no repeats, no interval)",
     );
+}
+
+/// Where cells ran: each CPU model their records name, with the days
+/// (`AMD EPYC, 2026-12-04`), several joined by "; ".
+fn hosts<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
+    let mut by: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for c in cells {
+        by.entry(c.result.host.cpu_model.as_str())
+            .or_default()
+            .insert(day(&c.result.time.started_utc));
+    }
+    by.iter()
+        .map(|(m, days)| {
+            let m = if m.is_empty() { "unknown CPU" } else { m };
+            format!(
+                "{m}, {}",
+                days.iter().copied().collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The date of a UTC timestamp (`2026-11-30T06:00:00Z` → `2026-11-30`).
@@ -248,14 +277,17 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
         let _ = writeln!(s, "## Summary of the cells run here\n");
         let _ = writeln!(
             s,
-            "| published id | repeats | p50 published / measured ms | p99 published / measured ms | verdict published / measured | served here |"
+            "| published id | repeats | p50 published / measured ms | p99 published / measured ms | verdict published / measured | served here | measured on |"
         );
-        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        // Every CPU model a row ran on: more than one, and the page says so below.
+        let mut models = std::collections::BTreeSet::new();
         for p in &run {
             let a = arm_of(&p.id).expect("filtered");
+            models.extend(a.cells.iter().map(|c| c.result.host.cpu_model.clone()));
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} / {} | {} / {} | {} / {} | {} |",
+                "| `{}` | {} | {} / {} | {} / {} | {} / {} | {} | {} |",
                 p.id,
                 a.outcomes.total(),
                 ms(p.figures.p50_ms),
@@ -265,12 +297,21 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
                 p.figures.verdict,
                 a.outcomes.label(),
                 with_ci(a.median(|c| Some(c.result.throughput.served_fraction)), pct),
+                hosts(&a.cells),
             );
         }
         for p in &single {
             let c = &singles[&p.id];
+            models.insert(c.result.host.cpu_model.clone());
             let runs = format!("1 (one earlier run, {})", day(&c.result.time.started_utc));
-            summary_row(&mut s, p, c, &runs);
+            summary_row(&mut s, p, c, &runs, Some(&hosts([c])));
+        }
+        if models.len() > 1 {
+            let _ = writeln!(
+                s,
+                "\n**These rows were measured on {} machines** (\"measured on\": the CPU model each record names, and the days). Each row compares with its published figure; rows measured on different machines do not compare with each other.",
+                models.len()
+            );
         }
         let _ = writeln!(s, "\nLatencies are flow A's for the channel-manager cells, as the published tables, and every delivery's for stream cells. Every row is a scaled reproduction: see each cell below for what was scaled.\n");
     }

@@ -239,4 +239,34 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
         report::reproducing::render_campaign(&all, &v, &Default::default(), "crossbench compare x");
     assert!(!bare.contains("one earlier run"), "{bare}");
     assert!(bare.contains("- result: not run: CROSSBENCH_QUEEN_URL is not set"));
+
+    // Every summary row says where it was measured; both records name one machine,
+    // so the page does not warn about several.
+    for id in ["MX-pgmq-sparse", "MX-queen-sparse"] {
+        let row = page
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{id}` |")))
+            .unwrap();
+        assert!(row.ends_with("| test cpu, 2026-11-30 |"), "{row}");
+    }
+    assert!(!page.contains("machines**"), "{page}");
+    // The earlier single run on another machine: the page says the rows do not compare.
+    let text = std::fs::read_to_string(single.join("result.json"))
+        .unwrap()
+        .replace("\"test cpu\"", "\"other cpu\"");
+    std::fs::write(single.join("result.json"), text).unwrap();
+    singles.insert(
+        "MX-queen-sparse".to_string(),
+        CellRecord::load(&single).unwrap(),
+    );
+    let two = report::reproducing::render_campaign(&all, &v, &singles, "crossbench compare x");
+    let row = two
+        .lines()
+        .find(|l| l.starts_with("| `MX-queen-sparse` |"))
+        .unwrap();
+    assert!(row.ends_with("| other cpu, 2026-11-30 |"), "{row}");
+    assert!(
+        two.contains("**These rows were measured on 2 machines**"),
+        "{two}"
+    );
 }
