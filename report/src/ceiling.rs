@@ -93,53 +93,38 @@ struct Judgement {
     why: Option<String>,
 }
 
-/// A path in one form whatever the spelling it was reached by.
-fn key(p: &std::path::Path) -> std::path::PathBuf {
-    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
-}
-
 impl SearchJudgements {
-    /// The judgements of the searches in `dirs` (each holding a `ceiling.json`).
-    pub fn load(dirs: &[std::path::PathBuf]) -> Result<Self, crate::error::ReportError> {
-        let mut j = Self::default();
-        for d in dirs {
-            let s = load_search(d)?;
-            j.rules.insert(match s.p99_max_ms {
-                Some(p) => format!(
-                    "served ≥ {:.0} % in the rated window, p99 ≤ {}",
-                    s.served_min * 100.0,
-                    if p >= 1000.0 {
-                        format!("{} s", p / 1000.0)
-                    } else {
-                        format!("{p} ms")
-                    }
-                ),
-                None => format!("served ≥ {:.0} % in the rated window", s.served_min * 100.0),
-            });
-            for p in &s.probes {
-                j.cells.insert(
-                    key(&d.join(&p.dir)),
-                    Judgement {
-                        held: p.held,
-                        why: p.why.clone(),
-                    },
-                );
-            }
+    /// Add the judgements of the search in `d` (a directory holding a `ceiling.json`):
+    /// its cells are `d` joined with each probe's directory, as [`search_cells`] and
+    /// [`SearchJudgements::around`] spell them.
+    fn add(&mut self, d: &std::path::Path) -> Result<(), crate::error::ReportError> {
+        let s = load_search(d)?;
+        self.rules.insert(match s.p99_max_ms {
+            Some(p) => format!(
+                "served ≥ {:.0} % in the rated window, p99 ≤ {}",
+                s.served_min * 100.0,
+                if p >= 1000.0 {
+                    format!("{} s", p / 1000.0)
+                } else {
+                    format!("{p} ms")
+                }
+            ),
+            None => format!("served ≥ {:.0} % in the rated window", s.served_min * 100.0),
+        });
+        for p in &s.probes {
+            self.cells.insert(
+                d.join(&p.dir),
+                Judgement {
+                    held: p.held,
+                    why: p.why.clone(),
+                },
+            );
         }
-        Ok(j)
-    }
-
-    /// Add `other`'s judgements.
-    pub fn extend(&mut self, other: Self) {
-        self.cells.extend(other.cells);
-        self.rules.extend(other.rules);
+        Ok(())
     }
 
     fn get(&self, c: &CellRecord) -> Option<&Judgement> {
-        if self.cells.is_empty() {
-            return None;
-        }
-        self.cells.get(&key(&c.dir))
+        self.cells.get(&c.dir)
     }
 
     /// Why `c` did not hold (`None` when it held): its search's verdict when a search
@@ -169,8 +154,11 @@ impl SearchJudgements {
             .collect();
         let mut j = Self::default();
         for d in searches {
-            if let Ok(one) = Self::load(&[d]) {
-                j.extend(one);
+            // All of a search or none of it: a half-read one is left to this table.
+            let mut one = Self::default();
+            if one.add(&d).is_ok() {
+                j.cells.extend(one.cells);
+                j.rules.extend(one.rules);
             }
         }
         j
@@ -185,7 +173,7 @@ pub fn build(cells: &[CellRecord]) -> Table {
 
 /// The per-sweep ceiling table, the cells of ceiling searches judged as their
 /// searches judged them (`judged`), the others by this table's rule.
-pub fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
+fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
     let mut t = Table::new("Ceiling", COLUMNS);
     let rule = format!(
         "PASS, served ≥ {:.0} %, nothing shed, e2e p99 ≤ 5 s",
@@ -203,7 +191,6 @@ pub fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
             cells.len() - n_judged,
         ));
     }
-    let symptom = |c: &CellRecord| judged.symptom(c);
     let kept = comparability::pipeline_cells(&mut t, cells);
     let mut sweeps: BTreeMap<(String, String, u64, u64), Vec<&CellRecord>> = BTreeMap::new();
     for c in kept {
@@ -217,43 +204,43 @@ pub fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
     }
     let mut by_tier: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
     for ((sys, tier, p, lanes), mut group) in sweeps {
-        group.sort_by_key(|c| c.result.workload.rate_events_per_sec);
-        let rates: Vec<String> = group
+        let rate = |c: &CellRecord| c.result.workload.rate_events_per_sec;
+        group.sort_by_key(|c| rate(c));
+        // Each cell with why it did not hold (`None`: it held), judged once.
+        let judged: Vec<(&CellRecord, Option<String>)> =
+            group.iter().map(|c| (*c, judged.symptom(c))).collect();
+        let rates: Vec<String> = judged
             .iter()
-            .map(|c| {
-                let mark = if symptom(c).is_none() { "" } else { "✗" };
-                format!("{}{mark}", c.result.workload.rate_events_per_sec)
+            .map(|(c, why)| {
+                let mark = if why.is_none() { "" } else { "✗" };
+                format!("{}{mark}", rate(c))
             })
             .collect();
         // The highest rate at which every cell held (repeats at one rate must agree,
         // as in the search), and the first cell above it that did not.
-        let rate = |c: &CellRecord| c.result.workload.rate_events_per_sec;
-        let best = group
+        let best = judged
             .iter()
             .rev()
-            .find(|c| {
-                group
+            .find(|(c, _)| {
+                judged
                     .iter()
-                    .filter(|o| rate(o) == rate(c))
-                    .all(|o| symptom(o).is_none())
+                    .filter(|(o, _)| rate(o) == rate(c))
+                    .all(|(_, why)| why.is_none())
             })
-            .copied();
+            .map(|(c, _)| *c);
         let best_rate = best.map(rate);
-        let next = group
+        let next = judged
             .iter()
-            .find(|c| symptom(c).is_some() && best_rate.is_none_or(|b| rate(c) > b));
+            .find(|(c, why)| why.is_some() && best_rate.is_none_or(|b| rate(c) > b));
         let row = vec![
             format!("{sys} P={p} lanes={lanes}"),
             tier.clone(),
             rates.join(" "),
             best_rate.map_or_else(|| "none held".into(), |r| count(Some(r))),
             ms(best.and_then(|c| c.e2e(99))),
-            next.map_or_else(
-                || "not reached".into(),
-                |c| count(Some(c.result.workload.rate_events_per_sec)),
-            ),
-            next.map_or_else(|| "—".into(), |c| bound_by(c)),
-            next.and_then(|c| symptom(c))
+            next.map_or_else(|| "not reached".into(), |(c, _)| count(Some(rate(c)))),
+            next.map_or_else(|| "—".into(), |(c, _)| bound_by(c)),
+            next.and_then(|(_, why)| why.clone())
                 .unwrap_or_else(|| "none: raise the rate to find the ceiling".into()),
         ];
         by_tier.entry(tier).or_default().push(row);
