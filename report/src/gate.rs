@@ -1,16 +1,23 @@
 //! The CI regression gate's decision (docs/gate.md), pure: given each leg's figures
 //! of a baseline and a candidate arm, run paired and interleaved, say per metric
-//! whether the candidate regressed beyond the noise, improved, or neither; and
-//! render the verdict for CI systems (gate.json, JUnit XML, Markdown, GitLab
-//! metrics.txt). Running the legs is the loader's business.
+//! whether the candidate regressed beyond the noise, improved, passed, or cannot be
+//! told; and render the verdict for CI systems (gate.json, JUnit XML, Markdown,
+//! GitLab metrics.txt). Running the legs is the loader's business.
 //!
-//! One leg's summary is one observation. A metric **regresses** when a
-//! randomization test of the difference of the arms' medians gives p < 0.01 **and**
-//! the 95 % bootstrap interval of the ratio candidate ÷ baseline reaches beyond
-//! 1 + τ in the metric's bad direction. τ is a floor (5 % for throughput, p50 and
-//! cost, 10 % for p99 and above), raised to what an A/A calibration of this host
-//! measured; a metric whose A/A noise exceeds 15 % is **unstable**: reported, never
-//! failing.
+//! One leg's summary is one observation, and the design is paired (ABBA): each pair
+//! gives one log-ratio ln(candidate ÷ baseline). A metric is judged by the exact
+//! sign-flip test of those log-ratios ([`crate::stats::sign_flip`]), one-sided in the
+//! metric's bad direction unless a two-sided test is asked for, and by the exact
+//! bounds of the ratio that go with the test:
+//!
+//! - **regression**: p ≤ α **and** the interval's bad-side bound beyond 1 ± τ;
+//! - **pass**: the bad-side bound within τ (whatever p);
+//! - **inconclusive**: the bad-side bound beyond τ without significance (too few pairs
+//!   or too much noise to tell).
+//!
+//! τ is a floor (5 % for throughput, p50 and cost, 10 % for p99 and above), raised to
+//! what an A/A calibration of this host measured; a metric whose A/A noise exceeds
+//! 15 % is **unstable**: reported, never failing.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,21 +25,112 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::cell::CellRecord;
-use crate::stats::{median, permutation_p, ratio_ci, Interval};
+use crate::stats::sign_flip::DEFAULT_DRAWS;
+use crate::stats::{median, smallest_p, Interval, SignFlip};
 
-/// Relabelings of the permutation test and resamples of the interval.
-pub const RELABELINGS: usize = 10_000;
-pub const RESAMPLES: usize = 10_000;
-/// Significance the permutation test must reach.
-pub const P_MAX: f64 = 0.01;
+/// Random sign flips drawn above 16 pairs (up to 16, all 2^n are enumerated).
+pub const DRAWS: usize = DEFAULT_DRAWS;
+/// The significance level of each stage unless `--alpha` says otherwise.
+pub const ALPHA: f64 = 0.05;
 /// Above this A/A noise a metric is unstable.
 pub const UNSTABLE_TAU: f64 = 0.15;
-/// Pairs below this are refused; below `CONFIDENT_PAIRS` the verdict is low-confidence.
+/// Pairs below this are refused whatever α.
 pub const MIN_PAIRS: usize = 5;
-pub const CONFIDENT_PAIRS: usize = 9;
 pub const DEFAULT_PAIRS: usize = 10;
 /// More VOID legs than this share of all legs makes the gate inconclusive.
 pub const MAX_VOID_SHARE: f64 = 0.3;
+
+/// The test asked for: its level and its sides.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TestPlan {
+    /// Significance level of each stage.
+    pub alpha: f64,
+    /// Two-sided (any change) instead of one-sided in the metric's bad direction.
+    pub two_sided: bool,
+}
+
+impl Default for TestPlan {
+    fn default() -> TestPlan {
+        TestPlan {
+            alpha: ALPHA,
+            two_sided: false,
+        }
+    }
+}
+
+impl TestPlan {
+    /// The smallest p `n` pairs can give (2^-n one-sided, twice that two-sided).
+    pub fn smallest_p(&self, n: usize) -> f64 {
+        let p = smallest_p(n, DRAWS);
+        if self.two_sided {
+            (2.0 * p).min(1.0)
+        } else {
+            p
+        }
+    }
+
+    /// `n` pairs can reach significance at all.
+    pub fn reachable(&self, n: usize) -> bool {
+        self.smallest_p(n) <= self.alpha * (1.0 + 1e-9)
+    }
+
+    /// The fewest pairs that can reach significance (`None`: no number of pairs can,
+    /// α is below the drawn test's resolution).
+    pub fn min_pairs(&self) -> Option<usize> {
+        (1..=64).find(|n| self.reachable(*n))
+    }
+
+    /// The one-sided level of each of the interval's bounds.
+    pub fn bound_alpha(&self) -> f64 {
+        if self.two_sided {
+            self.alpha / 2.0
+        } else {
+            self.alpha
+        }
+    }
+
+    /// The interval's confidence level (1 − 2α one-sided: each bound at 1 − α).
+    pub fn level(&self) -> f64 {
+        1.0 - 2.0 * self.bound_alpha()
+    }
+
+    /// `one-sided (the bad direction), α = 0.05`.
+    pub fn describe(&self) -> String {
+        format!(
+            "exact paired sign-flip test of the pairs' log-ratios, {}, α = {}",
+            if self.two_sided {
+                "two-sided"
+            } else {
+                "one-sided in each metric's bad direction"
+            },
+            self.alpha
+        )
+    }
+
+    /// Why `n` pairs cannot reach significance, with the fix; `None` when they can.
+    pub fn underpowered(&self, n: usize) -> Option<String> {
+        if self.reachable(n) {
+            return None;
+        }
+        let sides = if self.two_sided {
+            "two-sided"
+        } else {
+            "one-sided"
+        };
+        Some(match self.min_pairs() {
+            Some(need) => format!(
+                "with {n} pairs the exact {sides} test's smallest p is {:.4}, above α = {}: it could never find a regression; give --pairs {need} or more{}",
+                self.smallest_p(n),
+                self.alpha,
+                if self.two_sided { " (or drop --two-sided: one-sided in the bad direction is the gate's question)" } else { " (or a larger --alpha)" }
+            ),
+            None => format!(
+                "α = {} is below what the {sides} test can resolve with any number of pairs; give --alpha 0.001 or more",
+                self.alpha
+            ),
+        })
+    }
+}
 
 /// Which way is worse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,12 +344,29 @@ pub enum TauSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricVerdict {
+    /// The interval's bad-side bound lies within τ.
     Pass,
+    /// Significant in the bad direction, and the interval reaches beyond τ.
     Regression,
+    /// The interval lies on the good side of 1 (significant), its estimate beyond τ:
+    /// reported, never failing.
     Improvement,
+    /// The interval reaches beyond τ on the bad side and the test is not
+    /// significant: too few pairs or too much noise to tell. Never a pass.
+    Inconclusive,
+    /// A/A noise above 15 %: reported only.
     Unstable,
-    /// Too few observations to judge.
+    /// No pair with both legs' figure.
     NoData,
+}
+
+/// One stage's judgement of a metric (the confirmation stage's, in gate.json).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StageResult {
+    pub pairs: usize,
+    pub ratio: Option<Interval>,
+    pub p: Option<f64>,
+    pub verdict: MetricVerdict,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -260,22 +375,46 @@ pub struct MetricResult {
     pub better: Better,
     pub baseline_median: Option<f64>,
     pub candidate_median: Option<f64>,
-    /// candidate ÷ baseline, with its 95 % interval.
+    /// Pairs with both legs' figure: the test's n.
+    pub pairs: usize,
+    /// candidate ÷ baseline: the geometric mean of the pairs' ratios, with the exact
+    /// bounds of the sign-flip test (each at 1 − α one-sided; a bound the pairs
+    /// cannot give is 0 or ∞, written null in gate.json).
     pub ratio: Option<Interval>,
+    /// The test's p: one-sided in the bad direction, or two-sided.
     pub p: Option<f64>,
     pub tau: f64,
     pub tau_source: TauSource,
     pub verdict: MetricVerdict,
     /// Flagged in the first stage and confirmed (or not) by fresh pairs.
     pub confirmed: Option<bool>,
+    /// The confirmation stage's own judgement.
+    pub confirmation: Option<StageResult>,
+    /// The value every baseline leg gave, when they all tied (at least 2 legs).
+    pub baseline_tied: Option<f64>,
+    /// The value every candidate leg gave, when they all tied.
+    pub candidate_tied: Option<f64>,
     pub n_baseline: usize,
     pub n_candidate: usize,
+    /// Why the verdict is what it is, when that is not plain (too few pairs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl MetricResult {
     /// The τ floor of this result's metric.
     pub fn floor(&self) -> f64 {
         Metric::from_name(&self.metric).map_or(0.05, Metric::floor)
+    }
+
+    /// This stage's judgement, for a confirmation.
+    pub fn stage(&self) -> StageResult {
+        StageResult {
+            pairs: self.pairs,
+            ratio: self.ratio,
+            p: self.p,
+            verdict: self.verdict,
+        }
     }
 }
 
@@ -294,57 +433,125 @@ pub fn tau(m: Metric, cfg: &GateConfig, cal: Option<&Calibration>) -> (f64, TauS
     (t, src)
 }
 
-/// Judge one metric from the baseline's and the candidate's legs.
+/// One pair's figures: (baseline, candidate), `None` where that leg did not PASS or
+/// lacks the metric.
+pub type PairFigures = (Option<f64>, Option<f64>);
+
+/// The value every leg gave, when at least two did and they all tied exactly.
+fn tied(xs: &[f64]) -> Option<f64> {
+    (xs.len() >= 2 && xs.iter().all(|x| *x == xs[0])).then(|| xs[0])
+}
+
+/// Judge one metric from the pairs' figures.
 pub fn judge(
     m: Metric,
-    base: &[f64],
-    cand: &[f64],
+    pairs: &[PairFigures],
     tau: f64,
     tau_source: TauSource,
+    test: TestPlan,
     seed: u64,
 ) -> MetricResult {
+    let base: Vec<f64> = pairs.iter().filter_map(|p| p.0).collect();
+    let cand: Vec<f64> = pairs.iter().filter_map(|p| p.1).collect();
+    // Per pair, ln(candidate ÷ baseline); two zero legs tie (0), one zero leg has no
+    // ratio and leaves the pair out.
+    let mut zero_legs = 0;
+    let d: Vec<f64> = pairs
+        .iter()
+        .filter_map(|p| match *p {
+            (Some(b), Some(c)) if b > 0.0 && c > 0.0 => Some((c / b).ln()),
+            (Some(b), Some(c)) if b == 0.0 && c == 0.0 => Some(0.0),
+            (Some(_), Some(_)) => {
+                zero_legs += 1;
+                None
+            }
+            _ => None,
+        })
+        .filter(|x| x.is_finite())
+        .collect();
     let mut r = MetricResult {
         metric: m.name().into(),
         better: m.better(),
-        baseline_median: median(base),
-        candidate_median: median(cand),
+        baseline_median: median(&base),
+        candidate_median: median(&cand),
+        pairs: d.len(),
         ratio: None,
         p: None,
         tau,
         tau_source,
         verdict: MetricVerdict::NoData,
         confirmed: None,
+        confirmation: None,
+        baseline_tied: tied(&base),
+        candidate_tied: tied(&cand),
         n_baseline: base.len(),
         n_candidate: cand.len(),
+        note: (zero_legs > 0).then(|| {
+            format!("{zero_legs} pair(s) with one leg at 0 have no ratio and were left out")
+        }),
     };
-    if base.len() < 3 || cand.len() < 3 {
+    // Positive is worse, whichever way the metric is better.
+    let dir = match m.better() {
+        Better::Lower => 1.0,
+        Better::Higher => -1.0,
+    };
+    let worse: Vec<f64> = d.iter().map(|x| dir * x).collect();
+    let Some(f) = SignFlip::new(&worse, DRAWS, seed) else {
         return r;
+    };
+    let a = test.bound_alpha();
+    let (p_bad, p_good) = (f.p_above(0.0), f.p_below(0.0));
+    let p = if test.two_sided {
+        (2.0 * p_bad.min(p_good)).min(1.0)
+    } else {
+        p_bad
+    };
+    // The bounds of the shift towards worse, then in ratio space.
+    let (w_low, w_high) = (f.lower(a), f.upper(a));
+    let ratio = |w: f64| (dir * w).exp();
+    let (low, high) = match m.better() {
+        Better::Lower => (
+            w_low.map_or(0.0, ratio),
+            w_high.map_or(f64::INFINITY, ratio),
+        ),
+        Better::Higher => (
+            w_high.map_or(0.0, ratio),
+            w_low.map_or(f64::INFINITY, ratio),
+        ),
+    };
+    let i = Interval {
+        estimate: ratio(f.mean),
+        low,
+        high,
+        level: test.level(),
+        n: d.len(),
+    };
+    r.ratio = Some(i);
+    r.p = Some(p);
+    if let Some(why) = test.underpowered(d.len()) {
+        r.note = Some(format!("{} usable pairs: {why}", d.len()));
     }
-    r.ratio = ratio_ci(cand, base, 0.95, RESAMPLES, seed);
-    r.p = permutation_p(cand, base, RELABELINGS, seed ^ 0x9E37);
-    let (Some(i), Some(p)) = (r.ratio, r.p) else {
-        return r;
+    let significant = p <= test.alpha * (1.0 + 1e-9);
+    let bad_significant = significant && (!test.two_sided || p_bad <= p_good);
+    let good_significant = if test.two_sided {
+        significant && p_good < p_bad
+    } else {
+        p_good <= test.alpha * (1.0 + 1e-9)
+    };
+    let (within, beyond_good) = match m.better() {
+        Better::Lower => (i.high <= 1.0 + tau, i.estimate < 1.0 - tau),
+        Better::Higher => (i.low >= 1.0 - tau, i.estimate > 1.0 + tau),
     };
     r.verdict = if tau > UNSTABLE_TAU && tau_source == TauSource::Calibration {
         MetricVerdict::Unstable
+    } else if bad_significant && !within {
+        MetricVerdict::Regression
+    } else if within && good_significant && beyond_good {
+        MetricVerdict::Improvement
+    } else if within {
+        MetricVerdict::Pass
     } else {
-        let (worse, better) = match m.better() {
-            Better::Lower => (
-                i.high > 1.0 + tau && i.estimate > 1.0,
-                i.low < 1.0 - tau && i.estimate < 1.0,
-            ),
-            Better::Higher => (
-                i.low < 1.0 - tau && i.estimate < 1.0,
-                i.high > 1.0 + tau && i.estimate > 1.0,
-            ),
-        };
-        if p < P_MAX && worse {
-            MetricVerdict::Regression
-        } else if p < P_MAX && better {
-            MetricVerdict::Improvement
-        } else {
-            MetricVerdict::Pass
-        }
+        MetricVerdict::Inconclusive
     };
     r
 }
@@ -357,13 +564,19 @@ pub enum Verdict {
     Pass,
     /// A confirmed regression (exit 6).
     Regression,
-    /// Unstable metrics only, too many VOID legs, or too few pairs (exit 7).
+    /// A metric whose interval reaches beyond τ without significance (too few
+    /// pairs, too much noise), a regression the fresh pairs could not confirm, an
+    /// unstable metric that moved, or too many VOID legs (exit 7).
     Inconclusive,
     /// The candidate failed correctness in a leg (exit 3).
     CandidateFail,
 }
 
-/// gate.json (schema_version 1).
+/// gate.json's schema: 2 since the paired test (1 had an unpaired median test and
+/// `low_confidence`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// gate.json (schema_version [`SCHEMA_VERSION`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct GateRecord {
     pub schema_version: u32,
@@ -372,7 +585,10 @@ pub struct GateRecord {
     pub baseline_sets: Vec<String>,
     pub candidate_sets: Vec<String>,
     pub pairs: usize,
-    pub low_confidence: bool,
+    /// The test: α and sides.
+    pub test: TestPlan,
+    /// The same in words.
+    pub test_text: String,
     pub seed: u64,
     pub order: Vec<String>,
     pub legs: Vec<Leg>,
@@ -460,7 +676,7 @@ impl GateRecord {
                         esc(&line)
                     );
                 }
-                MetricVerdict::Unstable | MetricVerdict::NoData => {
+                MetricVerdict::Unstable | MetricVerdict::NoData | MetricVerdict::Inconclusive => {
                     let _ = writeln!(s, "      <skipped message=\"{}\"/>", esc(&line));
                 }
                 _ => {
@@ -488,13 +704,13 @@ impl GateRecord {
         );
         let _ = writeln!(
             s,
-            "`{}`: baseline `{}` against candidate `{}`, {} pairs (ABBA){}, {} VOID legs excluded.\n",
+            "`{}`: baseline `{}` against candidate `{}`, {} pairs (ABBA), {} VOID legs excluded; {}.\n",
             self.scenario,
             self.baseline_sets.join(" "),
             self.candidate_sets.join(" "),
             self.pairs,
-            if self.low_confidence { ", low confidence (fewer than 9 pairs)" } else { "" },
-            self.void_legs
+            self.void_legs,
+            self.test_text
         );
         for r in &self.reasons {
             let _ = writeln!(s, "- {r}");
@@ -505,7 +721,12 @@ impl GateRecord {
         if !self.reasons.is_empty() || self.host_warning.is_some() {
             s.push('\n');
         }
-        let _ = writeln!(s, "| metric | baseline | candidate | ratio [95 % CI] | p | τ | verdict |\n|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| metric | baseline | candidate | ratio [{:.0} % bounds] | p{} | τ | verdict |\n|---|---|---|---|---|---|---|",
+            self.test.level() * 100.0,
+            if self.test.two_sided { "" } else { " (one-sided)" }
+        );
         for m in &self.metrics {
             let f = |v: Option<f64>| v.map_or("—".into(), |x| format!("{x:.4}"));
             let _ = writeln!(
@@ -514,10 +735,7 @@ impl GateRecord {
                 m.metric,
                 f(m.baseline_median),
                 f(m.candidate_median),
-                m.ratio.map_or("—".into(), |i| format!(
-                    "{:.3} [{:.3}, {:.3}]",
-                    i.estimate, i.low, i.high
-                )),
+                ratio_text(m.ratio),
                 m.p.map_or("—".into(), |p| format!("{p:.4}")),
                 m.tau * 100.0,
                 match m.tau_source {
@@ -527,6 +745,35 @@ impl GateRecord {
                 },
                 verdict_text(m)
             );
+        }
+        let tied: Vec<String> = self
+            .metrics
+            .iter()
+            .flat_map(|m| {
+                [
+                    ("baseline", m.baseline_tied),
+                    ("candidate", m.candidate_tied),
+                ]
+                .into_iter()
+                .filter_map(move |(arm, v)| {
+                    v.map(|v| format!("`{}`: every {arm} leg gave {v:.4}", m.metric))
+                })
+            })
+            .collect();
+        if !tied.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nTied legs (the resolution of these figures is the histogram's or the workload's, not the system's): {}.",
+                tied.join("; ")
+            );
+        }
+        let notes: Vec<String> = self
+            .metrics
+            .iter()
+            .filter_map(|m| m.note.as_ref().map(|n| format!("- `{}`: {n}", m.metric)))
+            .collect();
+        if !notes.is_empty() {
+            let _ = writeln!(s, "\n{}", notes.join("\n"));
         }
         s
     }
@@ -547,26 +794,61 @@ impl GateRecord {
     }
 }
 
-fn verdict_text(m: &MetricResult) -> &'static str {
+/// `1.575 [1.574, 1.577]`; an unbounded side is `0` or `∞`.
+fn ratio_text(i: Option<Interval>) -> String {
+    let b = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.3}")
+        } else {
+            "∞".into()
+        }
+    };
+    i.map_or("—".into(), |i| {
+        format!("{:.3} [{}, {}]", i.estimate, b(i.low), b(i.high))
+    })
+}
+
+/// The verdict's words, the confirmation stage's included.
+pub fn verdict_text(m: &MetricResult) -> String {
+    let second = m.confirmation.map(|c| {
+        format!(
+            "fresh pairs: {}, p {}",
+            ratio_text(c.ratio),
+            c.p.map_or("—".into(), |p| format!("{p:.4}"))
+        )
+    });
     match (m.verdict, m.confirmed) {
-        (MetricVerdict::Regression, Some(false)) => "not confirmed",
-        (MetricVerdict::Regression, _) => "**REGRESSION**",
-        (MetricVerdict::Improvement, _) => "improvement",
-        (MetricVerdict::Unstable, _) => "unstable (reported only)",
-        (MetricVerdict::NoData, _) => "no data",
-        (MetricVerdict::Pass, _) => "pass",
+        (MetricVerdict::Regression, Some(true)) => {
+            format!("**REGRESSION**, confirmed ({})", second.unwrap_or_default())
+        }
+        (MetricVerdict::Regression, Some(false))
+            if m.confirmation.map(|c| c.verdict) == Some(MetricVerdict::Inconclusive) =>
+        {
+            format!(
+                "inconclusive: the fresh pairs could not confirm it ({})",
+                second.unwrap_or_default()
+            )
+        }
+        (MetricVerdict::Regression, Some(false)) => format!(
+            "not confirmed: the fresh pairs contradict it ({})",
+            second.unwrap_or_default()
+        ),
+        (MetricVerdict::Regression, None) => "**REGRESSION**".into(),
+        (MetricVerdict::Improvement, _) => "improvement".into(),
+        (MetricVerdict::Inconclusive, _) => "inconclusive (beyond τ, not significant)".into(),
+        (MetricVerdict::Unstable, _) => "unstable (reported only)".into(),
+        (MetricVerdict::NoData, _) => "no data".into(),
+        (MetricVerdict::Pass, _) => "pass".into(),
     }
 }
 
 /// One line on a metric.
 pub fn describe(m: &MetricResult) -> String {
     format!(
-        "{}: candidate ÷ baseline {} (p {}, τ {:.1} %): {}",
+        "{}: candidate ÷ baseline {} over {} pairs (p {}, τ {:.1} %): {}",
         m.metric,
-        m.ratio.map_or("—".into(), |i| format!(
-            "{:.3} [{:.3}, {:.3}]",
-            i.estimate, i.low, i.high
-        )),
+        ratio_text(m.ratio),
+        m.pairs,
         m.p.map_or("—".into(), |p| format!("{p:.4}")),
         m.tau * 100.0,
         verdict_text(m)
@@ -583,13 +865,14 @@ mod tests {
     #[test]
     fn the_host_warning_is_in_the_summary_and_the_record() {
         let mut r = GateRecord {
-            schema_version: 1,
+            schema_version: SCHEMA_VERSION,
             kind: "gate",
             scenario: "s.yaml".into(),
             baseline_sets: vec![],
             candidate_sets: vec![],
             pairs: 10,
-            low_confidence: false,
+            test: TestPlan::default(),
+            test_text: TestPlan::default().describe(),
             seed: 1,
             order: vec![],
             legs: vec![],
@@ -617,38 +900,172 @@ mod tests {
         assert!(json["host_warning"].as_str().unwrap().contains("1.33 %"));
     }
 
-    /// Legs whose p50 is `level` with multiplicative noise `cv`.
-    fn legs(rng: &mut Rng, n: usize, level: f64, cv: f64) -> Vec<f64> {
-        (0..n).map(|_| level * (1.0 + cv * rng.normal())).collect()
+    /// `n` ABBA pairs: the baseline's legs at `level`, the candidate's at `level` ×
+    /// `ratio`, each leg with its own log-normal noise of about `cv`.
+    fn pairs(rng: &mut Rng, n: usize, level: f64, ratio: f64, cv: f64) -> Vec<PairFigures> {
+        (0..n)
+            .map(|_| {
+                let b = level * (cv * rng.normal()).exp();
+                let c = level * ratio * (cv * rng.normal()).exp();
+                (Some(b), Some(c))
+            })
+            .collect()
     }
 
-    fn flagged(base: &[f64], cand: &[f64], tau: f64, seed: u64) -> bool {
-        judge(Metric::E2eP50A, base, cand, tau, TauSource::Floor, seed).verdict
-            == MetricVerdict::Regression
+    fn one_sided(p: &[PairFigures], tau: f64) -> MetricResult {
+        judge(
+            Metric::E2eP50A,
+            p,
+            tau,
+            TauSource::Floor,
+            TestPlan::default(),
+            1,
+        )
+    }
+
+    fn tied_pairs(n: usize, base: f64, cand: f64) -> Vec<PairFigures> {
+        vec![(Some(base), Some(cand)); n]
+    }
+
+    /// The issue's case: every leg of each arm tied, a 50 % regression, 5 pairs. The
+    /// old unpaired median test gave p ≈ 0.5 and "pass"; the paired one-sided test
+    /// gives 1/32 and a regression whose exact interval is the tied ratio.
+    #[test]
+    fn tied_legs_with_a_50_percent_regression_at_5_pairs_are_a_regression() {
+        let r = one_sided(&tied_pairs(5, 45.0, 67.5), 0.05);
+        assert_eq!(r.verdict, MetricVerdict::Regression, "{r:?}");
+        assert!((r.p.unwrap() - 1.0 / 32.0).abs() < 1e-12, "{r:?}");
+        let i = r.ratio.unwrap();
+        assert!(
+            (i.estimate - 1.5).abs() < 1e-9 && (i.low - 1.5).abs() < 1e-9,
+            "{i:?}"
+        );
+        assert_eq!(
+            (r.baseline_tied, r.candidate_tied),
+            (Some(45.0), Some(67.5))
+        );
+        // The issue's own figures: baselines 45.18-45.25 ms, every candidate 71.231.
+        let issue: Vec<PairFigures> = [45.215, 45.18, 45.25, 45.2, 45.23]
+            .iter()
+            .map(|b| (Some(*b), Some(71.231)))
+            .collect();
+        let r = one_sided(&issue, 0.05);
+        assert_eq!(r.verdict, MetricVerdict::Regression, "{r:?}");
+        assert_eq!(r.candidate_tied, Some(71.231));
+        assert_eq!(r.baseline_tied, None);
+    }
+
+    /// Two-sided at 5 pairs cannot reach 0.05 (2/32 = 0.0625): never a pass, the
+    /// note names the pairs needed.
+    #[test]
+    fn two_sided_at_5_pairs_is_inconclusive_and_says_how_many_pairs() {
+        let plan = TestPlan {
+            two_sided: true,
+            ..TestPlan::default()
+        };
+        assert_eq!(plan.min_pairs(), Some(6));
+        assert!(plan.underpowered(5).unwrap().contains("--pairs 6"));
+        assert_eq!(TestPlan::default().min_pairs(), Some(5));
+        let r = judge(
+            Metric::E2eP50A,
+            &tied_pairs(5, 45.0, 67.5),
+            0.05,
+            TauSource::Floor,
+            plan,
+            1,
+        );
+        assert_eq!(r.verdict, MetricVerdict::Inconclusive, "{r:?}");
+        assert!((r.p.unwrap() - 2.0 / 32.0).abs() < 1e-12);
+        assert!(r.note.as_deref().unwrap().contains("--pairs 6"), "{r:?}");
+        // At 6 pairs, two-sided, it is found.
+        let r = judge(
+            Metric::E2eP50A,
+            &tied_pairs(6, 45.0, 67.5),
+            0.05,
+            TauSource::Floor,
+            plan,
+            1,
+        );
+        assert_eq!(r.verdict, MetricVerdict::Regression, "{r:?}");
+        assert_eq!(
+            TestPlan {
+                alpha: 0.01,
+                two_sided: false
+            }
+            .min_pairs(),
+            Some(7)
+        );
     }
 
     #[test]
-    fn an_aa_comparison_flags_nothing_in_95_of_100_trials() {
+    fn an_aa_with_ties_passes_with_the_interval_at_one() {
+        let r = one_sided(&tied_pairs(5, 45.0, 45.0), 0.05);
+        assert_eq!(r.verdict, MetricVerdict::Pass, "{r:?}");
+        let i = r.ratio.unwrap();
+        assert_eq!((i.low, i.estimate, i.high), (1.0, 1.0, 1.0));
+        assert_eq!(r.p, Some(1.0));
+    }
+
+    /// A 3 % change under τ = 5 %: significant, but its bound lies within τ.
+    #[test]
+    fn a_3_percent_change_with_tau_5_percent_passes() {
+        let r = one_sided(&tied_pairs(5, 45.0, 45.0 * 1.03), 0.05);
+        assert_eq!(r.verdict, MetricVerdict::Pass, "{r:?}");
+        let mut rng = Rng::new(8);
+        let r = one_sided(&pairs(&mut rng, 10, 50.0, 1.03, 0.003), 0.05);
+        assert_eq!(r.verdict, MetricVerdict::Pass, "{r:?}");
+    }
+
+    /// 20 % buried in noise of about 30 % a leg, 5 pairs: the interval reaches far
+    /// beyond τ and the test cannot tell: inconclusive, not a pass. Over many such
+    /// gates a pass (every pair's ratio within τ by chance) is at most α of them:
+    /// that is the bound's guarantee.
+    #[test]
+    fn a_20_percent_change_in_too_much_noise_for_5_pairs_is_inconclusive() {
+        let mut rng = Rng::new(4);
+        let r = one_sided(&pairs(&mut rng, 5, 50.0, 1.2, 0.3), 0.05);
+        assert_eq!(r.verdict, MetricVerdict::Inconclusive, "{r:?}");
+        assert!(r.ratio.unwrap().high > 1.05, "{r:?}");
+        let (mut inconclusive, mut passes) = (0, 0);
+        for _ in 0..2000 {
+            match one_sided(&pairs(&mut rng, 5, 50.0, 1.2, 0.3), 0.05).verdict {
+                MetricVerdict::Inconclusive => inconclusive += 1,
+                MetricVerdict::Pass | MetricVerdict::Improvement => passes += 1,
+                _ => {}
+            }
+        }
+        assert!(passes <= 100, "{passes} of 2000 passed (α = 5 %)");
+        assert!(inconclusive > 1500, "mostly inconclusive: {inconclusive}");
+    }
+
+    #[test]
+    fn an_aa_comparison_flags_at_most_alpha_of_trials() {
         let mut rng = Rng::new(1);
         let mut flags = 0;
-        for t in 0..100 {
-            let a = legs(&mut rng, 10, 50.0, 0.04);
-            let b = legs(&mut rng, 10, 50.0, 0.04);
-            if flagged(&a, &b, 0.05, t) {
+        for t in 0..200 {
+            let p = pairs(&mut rng, 10, 50.0, 1.0, 0.04);
+            let r = judge(
+                Metric::E2eP50A,
+                &p,
+                0.05,
+                TauSource::Floor,
+                TestPlan::default(),
+                t,
+            );
+            if r.verdict == MetricVerdict::Regression {
                 flags += 1;
             }
         }
-        assert!(flags <= 5, "{flags} of 100 A/A trials flagged");
+        assert!(flags <= 16, "{flags} of 200 A/A trials flagged");
     }
 
     #[test]
     fn a_20_percent_p50_shift_with_10_pairs_is_flagged_in_95_of_100_trials() {
         let mut rng = Rng::new(2);
         let mut flags = 0;
-        for t in 0..100 {
-            let a = legs(&mut rng, 10, 50.0, 0.04);
-            let b = legs(&mut rng, 10, 60.0, 0.04);
-            if flagged(&a, &b, 0.05, t) {
+        for _ in 0..100 {
+            let r = one_sided(&pairs(&mut rng, 10, 50.0, 1.2, 0.04), 0.05);
+            if r.verdict == MetricVerdict::Regression {
                 flags += 1;
             }
         }
@@ -658,27 +1075,38 @@ mod tests {
     #[test]
     fn a_2_percent_shift_under_a_5_percent_tau_is_never_flagged() {
         let mut rng = Rng::new(3);
-        for t in 0..100 {
-            let a = legs(&mut rng, 10, 50.0, 0.005);
-            let b = legs(&mut rng, 10, 51.0, 0.005);
-            assert!(!flagged(&a, &b, 0.05, t), "trial {t}: {a:?} {b:?}");
+        for _ in 0..100 {
+            let p = pairs(&mut rng, 10, 50.0, 1.02, 0.005);
+            let r = one_sided(&p, 0.05);
+            assert_eq!(r.verdict, MetricVerdict::Pass, "{p:?} {r:?}");
         }
     }
 
     #[test]
     fn an_improvement_is_reported_and_direction_follows_the_metric() {
-        // Ten pairs: with a median statistic, fewer cannot reach p < 0.01.
-        let a = [
-            100.0, 101.0, 99.0, 100.5, 100.2, 99.8, 100.1, 99.9, 100.3, 99.7,
-        ];
-        let b: Vec<f64> = a.iter().map(|x| x * 0.7).collect();
-        let r = judge(Metric::E2eP50A, &a, &b, 0.05, TauSource::Floor, 1);
+        let a = [100.0, 101.0, 99.0, 100.5, 100.2, 99.8];
+        let p: Vec<PairFigures> = a.iter().map(|x| (Some(*x), Some(x * 0.7))).collect();
+        let r = one_sided(&p, 0.05);
         assert_eq!(r.verdict, MetricVerdict::Improvement, "{r:?}");
         // Fewer deliveries per second is the bad direction.
-        assert_eq!(
-            judge(Metric::DeliveriesPerSec, &a, &b, 0.05, TauSource::Floor, 1).verdict,
-            MetricVerdict::Regression
+        let r = judge(
+            Metric::DeliveriesPerSec,
+            &p,
+            0.05,
+            TauSource::Floor,
+            TestPlan::default(),
+            1,
         );
+        assert_eq!(r.verdict, MetricVerdict::Regression, "{r:?}");
+        let i = r.ratio.unwrap();
+        assert!(i.high < 0.95 && (i.estimate - 0.7).abs() < 1e-9, "{i:?}");
+        // A pair with one leg missing counts for the medians only; zero legs on both
+        // sides tie.
+        let mut q = p.clone();
+        q.push((Some(100.0), None));
+        q.push((Some(0.0), Some(0.0)));
+        let r = one_sided(&q, 0.05);
+        assert_eq!((r.pairs, r.n_baseline, r.n_candidate), (7, 8, 7));
     }
 
     #[test]
@@ -703,10 +1131,9 @@ mod tests {
             (0.05, TauSource::Floor)
         );
         let (t, s) = tau(Metric::E2eP99A, &cfg, Some(&cal));
-        let a = [100.0, 101.0, 99.0, 100.5, 100.2, 99.8];
-        let b = [200.0, 201.0, 199.0, 200.5, 200.2, 199.8];
+        let p = tied_pairs(6, 100.0, 200.0);
         assert_eq!(
-            judge(Metric::E2eP99A, &a, &b, t, s, 1).verdict,
+            judge(Metric::E2eP99A, &p, t, s, TestPlan::default(), 1).verdict,
             MetricVerdict::Unstable
         );
         // The A/A noise is the 95th percentile of |b/a - 1| over pairs.

@@ -1,9 +1,12 @@
 //! The CI regression gate (`crossbench gate`, docs/gate.md): a baseline and a
 //! candidate arm of one scenario, run in ABBA pairs (each leg a fresh cell, its
-//! topology reset), judged metric by metric by `report::gate`; a metric flagged in
-//! the first stage is confirmed by fresh pairs in the reverse order (BAAB), and
-//! fails only if the regression reproduces. `--calibrate` runs the baseline against
-//! itself and keeps the host's noise per metric in a calibration file the gate reads.
+//! topology reset), judged metric by metric by `report::gate` (the paired sign-flip
+//! test of the pairs' log-ratios); a metric flagged in the first stage is judged
+//! again by the same test on fresh pairs in the reverse order (BAAB), and fails only
+//! if the regression reproduces. Before the first leg, the gate refuses a number of
+//! pairs with which the test could never reach significance. `--calibrate` runs the
+//! baseline against itself and keeps the host's noise per metric in a calibration
+//! file the gate reads.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use report::gate::{
     calibrate, judge, tau, Calibration, GateConfig, GateRecord, Leg, Metric, MetricResult,
-    MetricVerdict, Verdict, CONFIDENT_PAIRS, MAX_VOID_SHARE, MIN_PAIRS,
+    MetricVerdict, PairFigures, TestPlan, Verdict, MAX_VOID_SHARE, MIN_PAIRS, SCHEMA_VERSION,
 };
 use report::CellRecord;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +39,8 @@ pub struct GateRequest {
     pub baseline_dir: Option<PathBuf>,
     pub candidate_dir: Option<PathBuf>,
     pub pairs: usize,
+    /// The test: α of each stage, one- or two-sided.
+    pub test: TestPlan,
     /// Run the baseline against itself and write the calibration file.
     pub calibrate: bool,
     pub calibration: Option<PathBuf>,
@@ -62,6 +67,7 @@ impl GateRequest {
             baseline_dir: None,
             candidate_dir: None,
             pairs: report::gate::DEFAULT_PAIRS,
+            test: TestPlan::default(),
             calibrate: false,
             calibration: None,
             out: None,
@@ -110,6 +116,34 @@ struct Arm {
     loaded: Loaded,
 }
 
+/// `--alpha` must be a level in (0, 0.5].
+fn check_alpha(t: &TestPlan) -> Result<(), BadInput> {
+    if t.alpha.is_finite() && t.alpha > 0.0 && t.alpha <= 0.5 {
+        Ok(())
+    } else {
+        Err(BadInput(format!(
+            "--alpha {}: the significance level of each stage must be in (0, 0.5], e.g. 0.05 (the default)",
+            t.alpha
+        )))
+    }
+}
+
+/// The power check, before the first leg: `pairs` can reach significance at the
+/// plan's α, and are at least [`MIN_PAIRS`].
+pub fn check_power(pairs: usize, t: &TestPlan) -> Result<(), BadInput> {
+    check_alpha(t)?;
+    if pairs < MIN_PAIRS {
+        return Err(BadInput(format!(
+            "--pairs {pairs}: at least {MIN_PAIRS} pairs (one leg's summary is one observation); default {}",
+            report::gate::DEFAULT_PAIRS
+        )));
+    }
+    match t.underpowered(pairs) {
+        Some(why) => Err(BadInput(format!("--pairs {pairs}: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// Run the gate.
 pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)> {
     if let (Some(b), Some(c)) = (&req.baseline_dir, &req.candidate_dir) {
@@ -119,9 +153,11 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         .scenario
         .clone()
         .ok_or_else(|| BadInput("give a scenario (or --baseline DIR --candidate DIR)".into()))?;
-    if req.pairs < MIN_PAIRS {
+    if !req.calibrate {
+        check_power(req.pairs, &req.test)?;
+    } else if req.pairs < MIN_PAIRS {
         return Err(BadInput(format!(
-            "--pairs {}: at least {MIN_PAIRS} pairs (one leg's summary is one observation; fewer cannot reach significance); default {}",
+            "--pairs {}: at least {MIN_PAIRS} pairs for a calibration; default {}",
             req.pairs,
             report::gate::DEFAULT_PAIRS
         ))
@@ -276,17 +312,19 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         .filter(|l| l.arm != "baseline" && l.outcome == "FAIL")
         .map(|l| l.dir.clone())
         .collect();
-    let values = |records: &[(usize, u8, usize, CellRecord)],
-                  arm: usize,
-                  stage: u8,
-                  m: Metric|
-     -> Vec<f64> {
-        records
-            .iter()
-            .filter(|r| r.0 == arm && r.1 == stage && r.3.result.outcome == "PASS")
-            .filter_map(|r| m.read(&r.3))
-            .collect()
-    };
+    // Each pair's (baseline, candidate) figure of a metric, from its PASS legs.
+    let values =
+        |records: &[(usize, u8, usize, CellRecord)], stage: u8, m: Metric| -> Vec<PairFigures> {
+            let get = |arm: usize, pair: usize| {
+                records
+                    .iter()
+                    .find(|r| r.0 == arm && r.1 == stage && r.2 == pair)
+                    .filter(|r| r.3.result.outcome == "PASS")
+                    .and_then(|r| m.read(&r.3))
+                    .filter(|v| v.is_finite())
+            };
+            (1..=req.pairs).map(|p| (get(0, p), get(1, p))).collect()
+        };
 
     if req.calibrate {
         let mut pairs = Vec::new();
@@ -347,14 +385,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         .iter()
         .map(|&m| {
             let (t, src) = tau(m, &cfg, cal.as_ref());
-            judge(
-                m,
-                &values(&records, 0, 1, m),
-                &values(&records, 1, 1, m),
-                t,
-                src,
-                req.seed,
-            )
+            judge(m, &values(&records, 1, m), t, src, req.test, req.seed)
         })
         .collect();
     let flagged: Vec<usize> = results
@@ -368,15 +399,9 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         for i in &flagged {
             let m = metrics[*i];
             let (t, src) = tau(m, &cfg, cal.as_ref());
-            let again = judge(
-                m,
-                &values(&records, 0, 2, m),
-                &values(&records, 1, 2, m),
-                t,
-                src,
-                req.seed ^ 2,
-            );
+            let again = judge(m, &values(&records, 2, m), t, src, req.test, req.seed ^ 2);
             results[*i].confirmed = Some(again.verdict == MetricVerdict::Regression);
+            results[*i].confirmation = Some(again.stage());
         }
     }
     if verdict == Verdict::Pass {
@@ -392,19 +417,15 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
                     report::gate::describe(r)
                 ));
             }
-        } else if results.iter().any(|r| {
-            r.verdict == MetricVerdict::Unstable
-                && r.ratio.is_some_and(|i| match r.better {
-                    report::gate::Better::Lower => i.low > 1.0 + r.floor(),
-                    report::gate::Better::Higher => i.high < 1.0 - r.floor(),
-                })
-        }) {
-            verdict = Verdict::Inconclusive;
-            reasons.push("an unstable metric (A/A noise above 15 %) moved beyond its floor: this host cannot tell".into());
+        } else if !req.calibrate {
+            verdict = undecided(&results, &mut reasons);
         }
     }
+    if verdict == Verdict::Regression {
+        undecided(&results, &mut reasons);
+    }
     let record = GateRecord {
-        schema_version: 1,
+        schema_version: SCHEMA_VERSION,
         kind: if req.calibrate {
             "gate-calibration"
         } else {
@@ -414,7 +435,8 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         baseline_sets: bsets,
         candidate_sets: csets,
         pairs: req.pairs,
-        low_confidence: req.pairs < CONFIDENT_PAIRS,
+        test: req.test,
+        test_text: req.test.describe(),
         seed: req.seed,
         order: legs.iter().map(|l| l.dir.clone()).collect(),
         legs,
@@ -432,6 +454,53 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
     Ok((exit, dir, record))
 }
 
+/// What keeps a gate without a confirmed regression from passing, each named in
+/// `reasons`: metrics whose interval reaches beyond τ without significance,
+/// regressions the fresh pairs could not confirm for want of pairs or evidence, and
+/// unstable metrics that moved beyond their floor. Inconclusive when there is any.
+fn undecided(results: &[MetricResult], reasons: &mut Vec<String>) -> Verdict {
+    let mut verdict = Verdict::Pass;
+    let names = |f: &dyn Fn(&MetricResult) -> bool| -> Vec<String> {
+        results
+            .iter()
+            .filter(|r| f(r))
+            .map(report::gate::describe)
+            .collect()
+    };
+    let inconclusive = names(&|r| r.verdict == MetricVerdict::Inconclusive);
+    if !inconclusive.is_empty() {
+        verdict = Verdict::Inconclusive;
+        reasons.push(format!(
+            "inconclusive, not a pass: {} metric(s) reach beyond τ without a significant test (too few pairs or too much noise to tell): {}",
+            inconclusive.len(),
+            inconclusive.join("; ")
+        ));
+    }
+    let unconfirmed = names(&|r| {
+        r.verdict == MetricVerdict::Regression
+            && r.confirmation
+                .is_some_and(|c| c.verdict == MetricVerdict::Inconclusive)
+    });
+    if !unconfirmed.is_empty() {
+        verdict = Verdict::Inconclusive;
+        reasons.push(format!(
+            "inconclusive: the first stage found a regression the fresh pairs could neither confirm nor clear: {}",
+            unconfirmed.join("; ")
+        ));
+    }
+    if results.iter().any(|r| {
+        r.verdict == MetricVerdict::Unstable
+            && r.ratio.is_some_and(|i| match r.better {
+                report::gate::Better::Lower => i.low > 1.0 + r.floor(),
+                report::gate::Better::Higher => i.high < 1.0 - r.floor(),
+            })
+    }) {
+        verdict = Verdict::Inconclusive;
+        reasons.push("an unstable metric (A/A noise above 15 %) moved beyond its floor: this host cannot tell".into());
+    }
+    verdict
+}
+
 /// `--baseline DIR --candidate DIR`: two campaign records (or directories of cells)
 /// already made; their PASS legs are the observations. No confirmation stage: the
 /// arms cannot be run again.
@@ -446,20 +515,31 @@ fn compare_records(
             Ok(report::cell::load_all(&[arg])
                 .map_err(|e| BadInput(format!("{}: {e}", d.display())))?)
         };
-    let (bc, cc) = (load(b)?, load(c)?);
+    check_alpha(&req.test)?;
+    let (mut bc, mut cc) = (load(b)?, load(c)?);
+    // Pairs by order: the i-th baseline record with the i-th candidate record (in the
+    // order of their directories' names). Under no change any pairing made without
+    // looking at the figures leaves each pair's legs exchangeable, so the test holds;
+    // records made apart were not interleaved, so drift between them is in it.
+    bc.sort_by(|x, y| x.dir.cmp(&y.dir));
+    cc.sort_by(|x, y| x.dir.cmp(&y.dir));
     let cal_path = req.calibration.clone().unwrap_or_else(default_calibration);
     let cal: Option<Calibration> = std::fs::read_to_string(&cal_path)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let cfg = GateConfig::default();
-    let pass = |v: &[CellRecord], m: Metric| -> Vec<f64> {
-        v.iter()
-            .filter(|r| r.result.outcome == "PASS")
-            .filter_map(|r| m.read(r))
+    let figure = |r: Option<&CellRecord>, m: Metric| {
+        r.filter(|r| r.result.outcome == "PASS")
+            .and_then(|r| m.read(r))
+            .filter(|v| v.is_finite())
+    };
+    let pairs_of = |m: Metric| -> Vec<PairFigures> {
+        (0..bc.len().max(cc.len()))
+            .map(|i| (figure(bc.get(i), m), figure(cc.get(i), m)))
             .collect()
     };
     let mut reasons = vec![format!(
-        "compared two records ({} and {} legs); without pairs run here there is no confirmation stage",
+        "compared two records ({} and {} legs), paired by order; without pairs run here there is no confirmation stage",
         bc.len(),
         cc.len()
     )];
@@ -472,7 +552,7 @@ fn compare_records(
         .iter()
         .map(|&m| {
             let (t, src) = tau(m, &cfg, cal.as_ref());
-            judge(m, &pass(&bc, m), &pass(&cc, m), t, src, req.seed)
+            judge(m, &pairs_of(m), t, src, req.test, req.seed)
         })
         .collect();
     let mut verdict = if !fail_legs.is_empty() {
@@ -482,14 +562,26 @@ fn compare_records(
         .iter()
         .any(|r| r.verdict == MetricVerdict::Regression)
     {
+        for r in results
+            .iter()
+            .filter(|r| r.verdict == MetricVerdict::Regression)
+        {
+            reasons.push(format!(
+                "regression (not confirmed: records cannot be run again): {}",
+                report::gate::describe(r)
+            ));
+        }
+        undecided(&results, &mut reasons);
         Verdict::Regression
     } else {
-        Verdict::Pass
+        undecided(&results, &mut reasons)
     };
     let n = bc.len().min(cc.len());
-    if n < MIN_PAIRS && verdict == Verdict::Pass {
-        verdict = Verdict::Inconclusive;
-        reasons.push(format!("fewer than {MIN_PAIRS} legs per arm"));
+    if let Some(why) = req.test.underpowered(n) {
+        reasons.push(format!("{n} pairs: {why}"));
+        if verdict == Verdict::Pass {
+            verdict = Verdict::Inconclusive;
+        }
     }
     let dir = req
         .out
@@ -497,13 +589,14 @@ fn compare_records(
         .unwrap_or_else(|| crate::cell::default_out("gate-records"));
     crate::cli::run::prepare_out(&dir)?;
     let record = GateRecord {
-        schema_version: 1,
+        schema_version: SCHEMA_VERSION,
         kind: "gate",
         scenario: format!("{} vs {}", b.display(), c.display()),
         baseline_sets: vec![b.display().to_string()],
         candidate_sets: vec![c.display().to_string()],
         pairs: n,
-        low_confidence: n < CONFIDENT_PAIRS,
+        test: req.test,
+        test_text: req.test.describe(),
         seed: req.seed,
         order: Vec::new(),
         legs: Vec::new(),

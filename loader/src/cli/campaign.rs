@@ -175,9 +175,18 @@ pub struct GateArgs {
     /// Overrides for both arms.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// ABBA pairs (at least 5; below 9 the verdict is low-confidence).
+    /// ABBA pairs (at least 5, and enough for the test to reach --alpha: 5 one-sided
+    /// at 0.05, 6 two-sided; fewer is refused, exit 2).
     #[arg(long, default_value_t = report::gate::DEFAULT_PAIRS)]
     pub pairs: usize,
+    /// Significance level of each stage of the paired sign-flip test (the
+    /// confirmation stage must reach it too).
+    #[arg(long, default_value_t = report::gate::ALPHA)]
+    pub alpha: f64,
+    /// Test for any change, not only one in the metric's bad direction (needs one
+    /// more pair than the one-sided test for the same α).
+    #[arg(long)]
+    pub two_sided: bool,
     /// An A/A run of the baseline against itself: writes this host's calibration file.
     #[arg(long, conflicts_with_all = ["candidate_sets", "baseline", "candidate"])]
     pub calibrate: bool,
@@ -202,7 +211,7 @@ pub struct GateArgs {
     /// Also write GitLab's metrics.txt here.
     #[arg(long, value_name = "FILE")]
     pub metrics_txt: Option<PathBuf>,
-    /// Seed of the permutation test and the bootstrap (recorded in gate.json).
+    /// Seed of the sign flips drawn above 16 pairs (recorded in gate.json).
     #[arg(long, default_value_t = 0x6A7E)]
     pub seed: u64,
     /// No line per leg.
@@ -224,6 +233,10 @@ pub fn gate(a: GateArgs) -> anyhow::Result<Exit> {
         baseline_dir: a.baseline,
         candidate_dir: a.candidate,
         pairs: a.pairs,
+        test: report::gate::TestPlan {
+            alpha: a.alpha,
+            two_sided: a.two_sided,
+        },
         calibrate: a.calibrate,
         calibration: a.calibration,
         out: a.out,
