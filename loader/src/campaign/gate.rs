@@ -527,7 +527,16 @@ fn compare_records(
     let cal: Option<Calibration> = std::fs::read_to_string(&cal_path)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let cfg = GateConfig::default();
+    // A scenario given beside the records picks the metrics and τ (its `gate:`).
+    let cfg: GateConfig = match &req.scenario {
+        Some(scn) => scenario::load(scn, &req.sets)
+            .map_err(|e| BadInput(format!("{}: {e}", scn.display())))?
+            .scenario
+            .gate
+            .unwrap_or_default(),
+        None => GateConfig::default(),
+    };
+    let metrics = cfg.resolve().map_err(BadInput)?;
     let figure = |r: Option<&CellRecord>, m: Metric| {
         r.filter(|r| r.result.outcome == "PASS")
             .and_then(|r| m.read(r))
@@ -548,7 +557,7 @@ fn compare_records(
         .filter(|r| r.result.outcome == "FAIL")
         .map(|r| r.dir.display().to_string())
         .collect();
-    let results: Vec<MetricResult> = Metric::ALL
+    let results: Vec<MetricResult> = metrics
         .iter()
         .map(|&m| {
             let (t, src) = tau(m, &cfg, cal.as_ref());

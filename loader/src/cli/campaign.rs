@@ -163,7 +163,8 @@ pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
 
 #[derive(Debug, Args)]
 pub struct GateArgs {
-    /// Scenario YAML both arms run (not with --baseline/--candidate).
+    /// Scenario YAML both arms run; with --baseline/--candidate, only its `gate:`
+    /// section is read (the metrics and their τ).
     #[arg(required_unless_present_all = ["baseline", "candidate"])]
     pub scenario: Option<PathBuf>,
     /// The baseline arm's overrides (repeatable): --baseline-set rabbitmq.queue_type=classic.
