@@ -49,7 +49,7 @@ struct CellFile {
     arm: String,
     dir: PathBuf,
     status: String,
-    outcome: Option<String>,
+    outcome: Option<cell_record::Outcome>,
 }
 
 /// One arm and the records of its cells.
@@ -67,7 +67,7 @@ pub struct ArmView {
 impl ArmView {
     /// The PASS cells: the ones figures are taken from.
     pub fn passed(&self) -> impl Iterator<Item = &CellRecord> {
-        self.cells.iter().filter(|c| c.result.outcome == "PASS")
+        self.cells.iter().filter(|c| c.result.outcome.is_pass())
     }
 
     /// One figure per PASS repeat.
@@ -130,10 +130,10 @@ impl CampaignView {
                 continue;
             };
             match (c.status.as_str(), &c.outcome) {
-                ("done", Some(o)) => arm.outcomes.add(o),
+                ("done", Some(o)) => arm.outcomes.add(*o),
                 ("not-run", _) => {}
                 ("pending", _) => arm.outcomes.pending += 1,
-                (other, _) => arm.outcomes.add(other),
+                _ => arm.outcomes.add_unfinished(),
             }
             let d = dir.join(&c.dir);
             if c.status == "done" && d.join("result.json").is_file() {

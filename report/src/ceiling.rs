@@ -16,8 +16,7 @@ use crate::comparability;
 use crate::format::{count, ms, pct};
 use crate::table::{Section, Table};
 
-pub const SERVED_MIN: f64 = 0.97;
-pub const P99_MAX_MS: f64 = 5_000.0;
+pub use cell_record::held::{P99_MAX_MS, SERVED_MIN};
 /// Mean system cores at or above this share of the host's cores: CPU bound.
 pub const CPU_BOUND_FRACTION: f64 = 0.85;
 
@@ -38,7 +37,7 @@ pub fn symptom(c: &CellRecord) -> Option<String> {
     if c.is_void() {
         return Some(format!("VOID: {}", r.void.reasons.join("; ")));
     }
-    if r.outcome != "PASS" {
+    if !r.outcome.is_pass() {
         let t = &r.verdict.totals;
         return Some(format!(
             "FAIL: {} gaps, {} order violations, {} dups",
@@ -65,7 +64,7 @@ pub fn bound_by(c: &CellRecord) -> String {
     if c.is_void() {
         return "the loader (VOID)".into();
     }
-    if c.result.outcome != "PASS" {
+    if !c.result.outcome.is_pass() {
         return "correctness".into();
     }
     let host = c.result.host.cores as f64;

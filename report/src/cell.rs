@@ -1,18 +1,13 @@
-//! One cell record as the report reads it: the figures of `result.json`
-//! (schema_version 1, docs/record.md), the command line from `invocation.txt`, and
-//! where the raw files are.
-//!
-//! Reading is lenient about fields added later (additive changes keep
-//! schema_version 1) and strict about the version itself.
+//! One cell record as the report reads it: the figures of `result.json`, read by the
+//! record's one reader ([`cell_record::result`], re-exported here), the command line
+//! from `invocation.txt`, and where the raw files are.
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::error::ReportError;
 
-/// The `result.json` schema version this reader understands.
-pub const RESULT_SCHEMA_VERSION: u64 = 1;
+pub use cell_record::result::*;
+pub use cell_record::Outcome;
 
 /// Raw files a cell may hold, in the order the report links them.
 pub const RAW_FILES: &[&str] = &[
@@ -35,185 +30,6 @@ pub struct CellRecord {
     pub command: Option<String>,
 }
 
-/// The subset of `result.json` the report uses.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct CellResult {
-    pub schema_version: u64,
-    pub cell: String,
-    pub outcome: String,
-    pub system: String,
-    pub variant: String,
-    pub durability: String,
-    pub delivery: String,
-    pub time: Times,
-    pub host: Host,
-    pub workload: Workload,
-    pub provisioned: Provisioned,
-    pub flows: std::collections::BTreeMap<String, Flow>,
-    pub throughput: Throughput,
-    pub latency_ms: Latency,
-    pub loader: Loader,
-    pub drain: Drain,
-    pub void: Void,
-    pub verdict: Verdict,
-    pub cost: Option<Cost>,
-    pub warnings: Vec<String>,
-    /// Present when the system refused the topology (`outcome: REFUSED`).
-    pub refused: Option<Refused>,
-}
-
-/// What a system refused at setup, in its own words (docs/record.md).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Refused {
-    pub what: String,
-    pub answer: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Times {
-    pub started_utc: String,
-    pub rated_start_unix_ms: i64,
-    pub rated_end_unix_ms: i64,
-    pub rated_sec: f64,
-    pub warmup_sec: f64,
-    pub drain_sec: f64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Host {
-    pub hostname: String,
-    pub cpu_model: String,
-    pub cores: u64,
-    pub memory_bytes: u64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Workload {
-    /// `pipeline` (absent in older records) or `stream`.
-    pub kind: String,
-    pub rate_events_per_sec: u64,
-    /// Stream cells: offered messages/s, and the partition space.
-    pub rate_msgs_per_sec: u64,
-    pub space: u64,
-    pub properties: u64,
-    pub lanes: u64,
-    pub batch: u64,
-    pub payload_b: u64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Provisioned {
-    pub ordered_lanes: u64,
-    pub physical_queues: u64,
-    pub consumer_members: u64,
-    pub connections: u64,
-    pub publishes_per_ingress_event: f64,
-    pub semantics_built_in_app: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Flow {
-    pub offered: u64,
-    pub published: u64,
-    pub shed: u64,
-    pub failed: u64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Throughput {
-    pub offered_per_sec: f64,
-    pub published_per_sec: f64,
-    /// Stream cells: messages consumed per second per group.
-    pub popped_per_sec: f64,
-    pub deliveries_per_sec: f64,
-    pub served_fraction: f64,
-    pub reference_deliveries_per_sec: f64,
-    /// Pipeline cells since 2026-12: deliveries made while the rated window ran.
-    pub window_served_fraction: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Latency {
-    pub e2e_a: Summary,
-    pub e2e_b: Summary,
-    /// Stream cells: every delivery.
-    pub e2e: Summary,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Summary {
-    pub count: u64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub p999_ms: f64,
-    pub max_ms: f64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Loader {
-    pub cpu_cores_mean: f64,
-    pub cores_available: f64,
-    pub peak_rss_bytes: u64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Drain {
-    pub outcome: String,
-    pub seconds: f64,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Void {
-    pub void: bool,
-    pub reasons: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Verdict {
-    pub pass: bool,
-    pub reasons: Vec<String>,
-    pub totals: VerdictTotals,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct VerdictTotals {
-    pub duplicates: u64,
-    pub gaps: u64,
-    pub order_violations: u64,
-    pub in_flight: u64,
-}
-
-/// The cost summary (sampler/FORMAT.md); `None` fields had no data.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Cost {
-    pub system_targets: Vec<String>,
-    pub system_cores_mean: Option<f64>,
-    pub system_memory_peak_bytes: Option<f64>,
-    pub system_disk_write_bytes_per_s_mean: Option<f64>,
-    pub disk_write_bytes_per_ingress_event: Option<f64>,
-    pub physical_publishes_per_ingress_event: Option<f64>,
-    pub ingress_events_per_s: Option<f64>,
-    pub loader_cores_mean: Option<f64>,
-}
-
 impl CellRecord {
     /// Read the cell in `dir`.
     pub fn load(dir: &Path) -> Result<CellRecord, ReportError> {
@@ -224,7 +40,7 @@ impl CellRecord {
             });
         }
         let text = std::fs::read_to_string(&path).map_err(|e| ReportError::io(&path, e))?;
-        let result = parse_result(&path, &text)?;
+        let result = CellResult::parse(&path, &text)?;
         let command = std::fs::read_to_string(dir.join("invocation.txt"))
             .ok()
             .and_then(|t| {
@@ -252,7 +68,7 @@ impl CellRecord {
 
     /// The system refused the cell's topology: a result without figures.
     pub fn is_refused(&self) -> bool {
-        self.result.outcome == "REFUSED"
+        self.result.outcome == cell_record::Outcome::Refused
     }
 
     /// A cell of the stream workload, whose figures the pipeline tables do not read.
@@ -280,7 +96,7 @@ impl CellRecord {
     }
 
     pub fn is_void(&self) -> bool {
-        self.result.void.void || self.result.outcome == "VOID"
+        self.result.is_void()
     }
 
     /// `system/variant` (just the system when there is no variant).
@@ -391,28 +207,6 @@ impl CellRecord {
             .filter(|f| self.dir.join(f).is_file())
             .collect()
     }
-}
-
-fn parse_result(path: &Path, text: &str) -> Result<CellResult, ReportError> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ReportError::BadRecord {
-            path: path.to_path_buf(),
-            message: format!("not JSON ({e}); the run may have been interrupted: re-run the cell"),
-        })?;
-    let version = value.get("schema_version").and_then(|v| v.as_u64());
-    if version != Some(RESULT_SCHEMA_VERSION) {
-        return Err(ReportError::BadRecord {
-            path: path.to_path_buf(),
-            message: format!(
-                "schema_version {} is not {RESULT_SCHEMA_VERSION}; use the crossbench that wrote it",
-                version.map_or_else(|| "missing".to_string(), |v| v.to_string())
-            ),
-        });
-    }
-    serde_json::from_value(value).map_err(|e| ReportError::BadRecord {
-        path: path.to_path_buf(),
-        message: format!("unexpected shape: {e}"),
-    })
 }
 
 /// Expand cell arguments: directories as given, or glob patterns (`runs/pgmq-*`).

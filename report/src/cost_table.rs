@@ -50,7 +50,7 @@ fn row(c: &CellRecord) -> Vec<String> {
         c.name(),
         c.system_label(),
         comparability::tier(c),
-        r.outcome.clone(),
+        r.outcome.to_string(),
         count(Some(r.workload.rate_events_per_sec)),
         count(Some(r.workload.properties)),
         count(Some(c.ordered_lanes())),

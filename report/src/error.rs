@@ -31,6 +31,17 @@ pub enum ReportError {
     Plot { what: String, message: String },
 }
 
+impl From<cell_record::RecordError> for ReportError {
+    fn from(e: cell_record::RecordError) -> Self {
+        use cell_record::RecordError as R;
+        match e {
+            R::Io { path, source } => ReportError::Io { path, source },
+            R::NotACell { path } => ReportError::NotACell { path },
+            R::BadRecord { path, message } => ReportError::BadRecord { path, message },
+        }
+    }
+}
+
 impl ReportError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> ReportError {
         ReportError::Io {

@@ -9,6 +9,8 @@ use std::path::{Component, Path, PathBuf};
 
 use base64::Engine;
 
+use cell_record::Outcome;
+
 use crate::cell::CellRecord;
 use crate::error::ReportError;
 use crate::plot::{self, Picture};
@@ -151,8 +153,9 @@ fn cell_section(
     out: &Path,
 ) -> Result<(), ReportError> {
     let r = &c.result;
-    let outcome = match r.outcome.as_str() {
-        o @ ("PASS" | "FAIL" | "VOID") => o,
+    // The outcomes the page's style sheet colours.
+    let outcome = match r.outcome {
+        o @ (Outcome::Pass | Outcome::Fail | Outcome::Void) => o.name(),
         _ => "",
     };
     let _ = writeln!(
@@ -175,7 +178,7 @@ fn cell_section(
         start = esc(&r.time.started_utc),
         host = esc(&r.host.cpu_model),
         cores = r.host.cores,
-        o = esc(&r.outcome),
+        o = r.outcome,
         verdict = if r.verdict.pass { "PASS" } else { "FAIL" },
     );
     let reasons: Vec<&String> = r

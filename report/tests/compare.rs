@@ -163,7 +163,7 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
         },
     );
     let mut pass = Outcomes::default();
-    pass.add("PASS");
+    pass.add(report::cell::Outcome::Pass);
     let arm = |id: &str, not_run: Option<&str>, cells: Vec<CellRecord>, o: Outcomes| ArmView {
         id: id.into(),
         system: String::new(),

@@ -178,10 +178,10 @@ fn judge(
     let r = &c.result;
     let served = Some(c.served_in_window());
     let p99 = c.e2e(99);
-    let why = if r.outcome == "VOID" || c.is_void() {
+    let why = if c.is_void() {
         Some(format!("VOID: {}", r.void.reasons.join("; ")))
-    } else if r.outcome != "PASS" {
-        Some(r.outcome.clone())
+    } else if !r.outcome.is_pass() {
+        Some(r.outcome.to_string())
     } else if c.served_in_window() < served_min {
         Some(format!(
             "served {:.1} % in the rated window < {:.1} %",
@@ -197,7 +197,7 @@ fn judge(
             _ => None,
         }
     };
-    (r.outcome.clone(), served, p99, why.is_none(), why)
+    (r.outcome.to_string(), served, p99, why.is_none(), why)
 }
 
 /// Run the search.
@@ -390,7 +390,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
         let all_void = probes
             .iter()
             .filter(|p| p.rate == r && !p.held)
-            .all(|p| p.outcome == "VOID");
+            .all(|p| p.outcome == crate::cell::Outcome::Void.name());
         if all_void { "loader" } else { "system" }.to_string()
     });
     let unit = if s.stream.is_some() { "msg/s" } else { "ev/s" };

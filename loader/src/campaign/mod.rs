@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::cell::RunOptions;
+use crate::cell::{Outcome, RunOptions};
 use crate::cli::exit::Exit;
 use crate::cli::BadInput;
 use crate::pacing::pacer::Timing;
@@ -300,10 +300,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     rec.write(&dir)?;
     let text = progress::closing(&rec, &dir);
     print!("{text}");
-    let any_fail = rec
-        .cells
-        .iter()
-        .any(|c| c.outcome.as_deref() == Some("FAIL"));
+    let any_fail = rec.cells.iter().any(|c| c.outcome == Some(Outcome::Fail));
     let exit = if interrupted {
         crate::cli::signals::exit()
     } else if any_fail {
@@ -446,28 +443,21 @@ pub fn complete_and_verified(dir: &Path) -> bool {
     if crate::record::incomplete::is_incomplete(dir) {
         return false;
     }
-    let Ok(text) = std::fs::read_to_string(dir.join("result.json")) else {
-        return false;
-    };
-    let Ok(r) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return false;
-    };
-    let Some(outcome) = r["outcome"].as_str() else {
+    let Ok(r) = cell_record::CellResult::read_dir(dir) else {
         return false;
     };
     let inv = std::fs::read_to_string(dir.join("invocation.txt")).unwrap_or_default();
-    if !inv.contains(&format!("outcome: {outcome}")) {
+    if !inv.contains(&format!("outcome: {}", r.outcome)) {
         return false;
     }
-    if outcome == "REFUSED" {
+    if r.outcome == Outcome::Refused {
         return true;
     }
-    let recorded = r["verdict"]["pass"].as_bool();
     let opts = checker::VerifyOptions {
-        allow_duplicates: r["accept"] == "at-least-once",
+        allow_duplicates: r.accept == "at-least-once",
         ..Default::default()
     };
-    checker::verify_dir(dir, &opts).is_ok_and(|v| Some(v.pass) == recorded)
+    checker::verify_dir(dir, &opts).is_ok_and(|v| v.pass == r.verdict.pass)
 }
 
 /// The cells a run (or a `--resume`) of `rec` runs, in the recorded order.
@@ -577,12 +567,12 @@ async fn run_cells(
         match r {
             Ok(report) if !interrupt.is_cancelled() => {
                 c.status = CellStatus::Done;
-                c.outcome = Some(report.outcome.name().into());
+                c.outcome = Some(report.outcome);
                 c.exit = Some(Exit::of_cell(&report).code());
             }
             Ok(report) => {
                 c.status = CellStatus::Interrupted;
-                c.outcome = Some(report.outcome.name().into());
+                c.outcome = Some(report.outcome);
                 c.error = Some(
                     "cut short by a signal (a second Ctrl-C, or SIGTERM): run it again with --resume"
                         .into(),

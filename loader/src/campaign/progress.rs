@@ -11,6 +11,7 @@ use crate::campaign::arms::Arm;
 use crate::campaign::file::CampaignFile;
 use crate::campaign::order::Slot;
 use crate::campaign::record::{CampaignRecord, CellEntry, CellStatus};
+use crate::cell::Outcome;
 
 /// The campaign's console while it runs.
 #[derive(Debug)]
@@ -55,7 +56,7 @@ impl Bar {
 
     pub fn finish_cell(&mut self, c: &CellEntry) {
         let what = match c.status {
-            CellStatus::Done => c.outcome.clone().unwrap_or_default(),
+            CellStatus::Done => c.outcome.map(|o| o.to_string()).unwrap_or_default(),
             CellStatus::Failed => format!("error: {}", c.error.as_deref().unwrap_or("")),
             CellStatus::Interrupted => "interrupted".into(),
             _ => format!("{:?}", c.status),
@@ -246,44 +247,21 @@ fn not_passed(
     };
     rec.cells
         .iter()
-        .filter(|c| c.status == CellStatus::Done && c.outcome.as_deref() != Some("PASS"))
+        .filter(|c| c.status == CellStatus::Done && c.outcome != Some(Outcome::Pass))
         .map(|c| {
             let why = record(&dir.join(&c.dir))
                 .and_then(|r| why_not_pass(&r.result))
                 .unwrap_or_else(|| "(its result.json says no more)".into());
-            format!("{}  {}: {why}", c.id, c.outcome.as_deref().unwrap_or("?"))
+            let outcome = c.outcome.map_or_else(|| "?".to_string(), |o| o.to_string());
+            format!("{}  {}: {why}", c.id, outcome)
         })
         .collect()
 }
 
-/// Why a cell's `result.json` is not a PASS, in one line: a VOID's first reason, a
-/// FAIL's first failing stream (and how many more), a REFUSED's request and answer.
-/// `None` for a PASS.
+/// Why a cell's `result.json` is not a PASS, in one line
+/// ([`cell_record::CellResult::why_not_pass`]).
 pub fn why_not_pass(result: &report::cell::CellResult) -> Option<String> {
-    fn first_and_more<'a>(mut reasons: impl Iterator<Item = &'a String>) -> Option<String> {
-        let first = reasons.next()?;
-        Some(match reasons.count() {
-            0 => first.clone(),
-            n => format!("{first} (and {n} more)"),
-        })
-    }
-    match result.outcome.as_str() {
-        "PASS" => None,
-        "VOID" => first_and_more(result.void.reasons.iter()),
-        "FAIL" => first_and_more(
-            result
-                .verdict
-                .reasons
-                .iter()
-                .filter(|r| !r.starts_with("note:")),
-        ),
-        "REFUSED" => result
-            .refused
-            .as_ref()
-            .map(|r| format!("{} refused: {}", r.what, r.answer)),
-        "INTERRUPTED" => Some("cut short by a signal".into()),
-        other => Some(other.to_string()),
-    }
+    result.why_not_pass()
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub struct CellEntry {
     /// Relative to the campaign directory.
     pub dir: PathBuf,
     pub status: CellStatus,
-    pub outcome: Option<String>,
+    pub outcome: Option<crate::cell::Outcome>,
     pub exit: Option<u8>,
     pub error: Option<String>,
     pub started_utc: Option<String>,

@@ -16,7 +16,6 @@ pub mod drain;
 pub mod faults;
 pub mod load_rule;
 pub mod merge;
-pub mod outcome;
 pub mod rated;
 pub mod setup;
 pub mod void_rule;
@@ -31,7 +30,7 @@ use anyhow::{Context, Result};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use outcome::Outcome;
+pub use cell_record::Outcome;
 
 use crate::cell::drain::{abandon_at_deadline, drain};
 use crate::cell::faults::Faults;
@@ -831,7 +830,7 @@ async fn run_joined<W: Workload>(
     let result = CellResult {
         head: CellHead::new(
             s,
-            outcome.name(),
+            outcome,
             &description,
             Times::new(
                 started,

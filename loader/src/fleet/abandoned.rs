@@ -25,7 +25,7 @@ struct AbandonedResult<'a> {
     crossbench: BuildInfo,
     cell: &'a str,
     /// Always `ABANDONED`.
-    outcome: &'static str,
+    outcome: crate::cell::Outcome,
     system: &'static str,
     workload: Shape,
     durability: adapters::Durability,
@@ -56,7 +56,7 @@ pub fn record(
         schema_version: SCHEMA_VERSION,
         crossbench: BuildInfo::current(),
         cell: &s.name,
-        outcome: "ABANDONED",
+        outcome: crate::cell::Outcome::Abandoned,
         system: s.system.name(),
         workload: Shape {
             kind: s.workload.name(),

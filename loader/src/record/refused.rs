@@ -30,7 +30,7 @@ struct RefusedResult<'a> {
     crossbench: BuildInfo,
     cell: &'a str,
     /// Always `REFUSED`.
-    outcome: &'static str,
+    outcome: crate::cell::Outcome,
     system: &'static str,
     workload: RefusedShape,
     durability: adapters::Durability,
@@ -80,7 +80,7 @@ fn write(
             git_commit,
         },
         cell: &s.name,
-        outcome: "REFUSED",
+        outcome: crate::cell::Outcome::Refused,
         system: s.system.name(),
         workload: RefusedShape {
             kind: s.workload.name(),

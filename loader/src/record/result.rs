@@ -16,9 +16,8 @@ pub struct CellHead {
     pub schema_version: u32,
     pub crossbench: BuildInfo,
     pub cell: String,
-    /// PASS, FAIL (correctness), VOID (the loader, not the system, was the limit) or
-    /// REFUSED (see `record::refused`).
-    pub outcome: String,
+    /// How the cell ended ([`crate::cell::Outcome`], spelled by its name).
+    pub outcome: crate::cell::Outcome,
     pub system: String,
     pub variant: String,
     pub durability: adapters::Durability,
@@ -32,7 +31,7 @@ impl CellHead {
     /// The head of a cell of scenario `s` that the system described as `d`.
     pub fn new(
         s: &crate::scenario::Scenario,
-        outcome: &str,
+        outcome: crate::cell::Outcome,
         d: &adapters::Description,
         time: Times,
         host: Host,
@@ -41,7 +40,7 @@ impl CellHead {
             schema_version: SCHEMA_VERSION,
             crossbench: BuildInfo::current(),
             cell: s.name.clone(),
-            outcome: outcome.into(),
+            outcome,
             system: d.system.clone(),
             variant: d.variant.clone(),
             durability: d.durability,

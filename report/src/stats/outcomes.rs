@@ -1,5 +1,6 @@
 //! Counts of outcomes over the repeats of one arm.
 
+use cell_record::Outcome;
 use serde::Serialize;
 
 /// How the repeats of an arm ended.
@@ -17,15 +18,20 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    /// Count one outcome by its record name (`PASS`, `FAIL`, …).
-    pub fn add(&mut self, outcome: &str) {
+    /// Count one repeat that ran to its end.
+    pub fn add(&mut self, outcome: Outcome) {
         match outcome {
-            "PASS" => self.pass += 1,
-            "FAIL" => self.fail += 1,
-            "VOID" => self.void += 1,
-            "REFUSED" => self.refused += 1,
-            _ => self.other += 1,
+            Outcome::Pass => self.pass += 1,
+            Outcome::Fail => self.fail += 1,
+            Outcome::Void => self.void += 1,
+            Outcome::Refused => self.refused += 1,
+            Outcome::Interrupted | Outcome::Share | Outcome::Abandoned => self.other += 1,
         }
+    }
+
+    /// Count one repeat that did not run to its end (it errored).
+    pub fn add_unfinished(&mut self) {
+        self.other += 1;
     }
 
     pub fn total(&self) -> u32 {
@@ -61,9 +67,10 @@ mod tests {
     #[test]
     fn counts_and_labels() {
         let mut o = Outcomes::default();
-        for s in ["PASS", "PASS", "VOID", "FAIL", "weird"] {
+        for s in [Outcome::Pass, Outcome::Pass, Outcome::Void, Outcome::Fail] {
             o.add(s);
         }
+        o.add_unfinished();
         assert_eq!(
             (o.pass, o.void, o.fail, o.other, o.total()),
             (2, 1, 1, 1, 5)

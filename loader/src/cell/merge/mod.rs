@@ -74,10 +74,12 @@ struct Loader {
 }
 
 impl Loader {
-    fn outcome(&self) -> &str {
+    /// How this loader's cell ended; `None` when its record names no outcome this
+    /// build knows.
+    fn outcome(&self) -> Option<Outcome> {
         at(&self.result, "outcome")
             .and_then(Value::as_str)
-            .unwrap_or("")
+            .and_then(|o| o.parse().ok())
     }
 }
 
@@ -98,6 +100,9 @@ fn read_loaders(dirs: &[PathBuf]) -> anyhow::Result<Vec<Loader>> {
         })?;
         let result: Value = serde_json::from_str(&text)
             .map_err(|e| bad(format!("{}: not JSON: {e}", p.display())))?;
+        // The record's one reader checks its version and its outcome: an outcome
+        // no crossbench wrote is an error, never taken as a default.
+        cell_record::CellResult::from_value(&p, result.clone()).map_err(|e| bad(e.to_string()))?;
         let index = at(&result, "loaders.index")
             .and_then(Value::as_u64)
             .ok_or_else(|| {
@@ -210,7 +215,7 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
         "schema_version": crate::record::result::SCHEMA_VERSION,
         "crossbench": crate::record::result::BuildInfo::current(),
         "cell": at(r0, "cell"),
-        "outcome": "ABANDONED",
+        "outcome": Outcome::Abandoned,
         "system": at(r0, "system"),
         "workload": at(r0, "workload"),
         "abandoned": first,
@@ -245,7 +250,10 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
 pub fn command(dirs: &[PathBuf], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
     let loaders = read_loaders(dirs)?;
     crate::cli::run::prepare_out(out)?;
-    if loaders.iter().any(|l| l.outcome() == "ABANDONED") {
+    if loaders
+        .iter()
+        .any(|l| l.outcome() == Some(Outcome::Abandoned))
+    {
         return abandoned(&loaders, out, quiet);
     }
     let merged = merge(&loaders, out).map_err(|e| match e {
@@ -624,7 +632,9 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
         "verdict",
         serde_json::to_value(&verdict).unwrap_or(Value::Null),
     );
-    let interrupted = loaders.iter().any(|l| l.outcome() == "INTERRUPTED");
+    let interrupted = loaders
+        .iter()
+        .any(|l| l.outcome() == Some(Outcome::Interrupted));
     let outcome = if interrupted {
         Outcome::Interrupted
     } else {
@@ -684,7 +694,7 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             summary,
             "loader {}: {}  offered {}  deliveries/s {:.1}  cpu {:.2} cores  lines {}",
             l.index,
-            l.outcome(),
+            l.outcome().map_or("(unknown)", |o| o.name()),
             num(&l.result, "flows.A.offered") + num(&l.result, "flows.B.offered"),
             num(&l.result, "throughput.window_deliveries_per_sec"),
             num(&l.result, "loader.cpu_cores_mean"),

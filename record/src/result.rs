@@ -1,0 +1,298 @@
+//! `result.json`'s one reader (schema_version 1, docs/record.md). Lenient about fields
+//! added later (additive changes keep schema_version 1), strict about the version
+//! itself and about the outcome: a record of another version, or with an outcome this
+//! build does not know, is an error naming the file.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::RecordError;
+use crate::outcome::Outcome;
+
+/// The `result.json` schema version this reader understands.
+pub const RESULT_SCHEMA_VERSION: u64 = 1;
+
+/// `result.json` as every reader sees it: the fields the readers use, typed.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CellResult {
+    /// Checked by [`CellResult::from_value`] before the rest is read.
+    #[serde(default)]
+    pub schema_version: u64,
+    #[serde(default)]
+    pub cell: String,
+    /// How the cell ended; a name no crossbench wrote is an error, never a default.
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub system: String,
+    #[serde(default)]
+    pub variant: String,
+    #[serde(default)]
+    pub durability: String,
+    #[serde(default)]
+    pub delivery: String,
+    /// `exactly-once` or `at-least-once` (duplicates allowed).
+    #[serde(default)]
+    pub accept: String,
+    #[serde(default)]
+    pub time: Times,
+    #[serde(default)]
+    pub host: Host,
+    #[serde(default)]
+    pub workload: Workload,
+    #[serde(default)]
+    pub provisioned: Provisioned,
+    #[serde(default)]
+    pub flows: std::collections::BTreeMap<String, Flow>,
+    #[serde(default)]
+    pub throughput: Throughput,
+    #[serde(default)]
+    pub latency_ms: Latency,
+    #[serde(default)]
+    pub loader: Loader,
+    #[serde(default)]
+    pub drain: Drain,
+    #[serde(default)]
+    pub void: Void,
+    #[serde(default)]
+    pub verdict: Verdict,
+    #[serde(default)]
+    pub cost: Option<Cost>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Present when the system refused the topology (`outcome: REFUSED`).
+    #[serde(default)]
+    pub refused: Option<Refused>,
+}
+
+/// What a system refused at setup, in its own words (docs/record.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Refused {
+    pub what: String,
+    pub answer: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Times {
+    pub started_utc: String,
+    pub rated_start_unix_ms: i64,
+    pub rated_end_unix_ms: i64,
+    pub rated_sec: f64,
+    pub warmup_sec: f64,
+    pub drain_sec: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Host {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: u64,
+    pub memory_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Workload {
+    /// `pipeline` (absent in older records) or `stream`.
+    pub kind: String,
+    pub rate_events_per_sec: u64,
+    /// Stream cells: offered messages/s, and the partition space.
+    pub rate_msgs_per_sec: u64,
+    pub space: u64,
+    pub properties: u64,
+    pub lanes: u64,
+    pub batch: u64,
+    pub payload_b: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Provisioned {
+    pub ordered_lanes: u64,
+    pub physical_queues: u64,
+    pub consumer_members: u64,
+    pub connections: u64,
+    pub publishes_per_ingress_event: f64,
+    pub semantics_built_in_app: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Flow {
+    pub offered: u64,
+    pub published: u64,
+    pub shed: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Throughput {
+    pub offered_per_sec: f64,
+    pub published_per_sec: f64,
+    /// Stream cells: messages consumed per second per group.
+    pub popped_per_sec: f64,
+    pub deliveries_per_sec: f64,
+    pub served_fraction: f64,
+    pub reference_deliveries_per_sec: f64,
+    /// Pipeline cells since 2026-12: deliveries made while the rated window ran.
+    pub window_served_fraction: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    pub e2e_a: Summary,
+    pub e2e_b: Summary,
+    /// Stream cells: every delivery.
+    pub e2e: Summary,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Loader {
+    pub cpu_cores_mean: f64,
+    pub cores_available: f64,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Drain {
+    pub outcome: String,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Void {
+    pub void: bool,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Verdict {
+    pub pass: bool,
+    pub reasons: Vec<String>,
+    pub totals: VerdictTotals,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct VerdictTotals {
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub order_violations: u64,
+    pub in_flight: u64,
+}
+
+/// The cost summary (sampler/FORMAT.md); `None` fields had no data.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Cost {
+    pub system_targets: Vec<String>,
+    pub system_cores_mean: Option<f64>,
+    pub system_memory_peak_bytes: Option<f64>,
+    pub system_disk_write_bytes_per_s_mean: Option<f64>,
+    pub disk_write_bytes_per_ingress_event: Option<f64>,
+    pub physical_publishes_per_ingress_event: Option<f64>,
+    pub ingress_events_per_s: Option<f64>,
+    pub loader_cores_mean: Option<f64>,
+}
+
+impl CellResult {
+    /// Read `dir/result.json`.
+    pub fn read_dir(dir: &Path) -> Result<CellResult, RecordError> {
+        let path = dir.join("result.json");
+        if !path.is_file() {
+            return Err(RecordError::NotACell {
+                path: dir.to_path_buf(),
+            });
+        }
+        let text = std::fs::read_to_string(&path).map_err(|source| RecordError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        CellResult::parse(&path, &text)
+    }
+
+    /// Parse the text of a `result.json` read from `path` (named in errors).
+    pub fn parse(path: &Path, text: &str) -> Result<CellResult, RecordError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| RecordError::BadRecord {
+                path: path.to_path_buf(),
+                message: format!(
+                    "not JSON ({e}); the run may have been interrupted: re-run the cell"
+                ),
+            })?;
+        CellResult::from_value(path, value)
+    }
+
+    /// A `result.json` already parsed as JSON (a record held in memory).
+    pub fn from_value(path: &Path, value: serde_json::Value) -> Result<CellResult, RecordError> {
+        let version = value.get("schema_version").and_then(|v| v.as_u64());
+        if version != Some(RESULT_SCHEMA_VERSION) {
+            return Err(RecordError::BadRecord {
+                path: path.to_path_buf(),
+                message: format!(
+                    "schema_version {} is not {RESULT_SCHEMA_VERSION}; use the crossbench that wrote it",
+                    version.map_or_else(|| "missing".to_string(), |v| v.to_string())
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| RecordError::BadRecord {
+            path: path.to_path_buf(),
+            message: format!("unexpected shape: {e}"),
+        })
+    }
+
+    /// Why the cell is not a PASS, in one line: a VOID's first reason, a FAIL's first
+    /// failing stream (and how many more), a REFUSED's request and answer. `None` for
+    /// a PASS.
+    pub fn why_not_pass(&self) -> Option<String> {
+        fn first_and_more<'a>(mut reasons: impl Iterator<Item = &'a String>) -> Option<String> {
+            let first = reasons.next()?;
+            Some(match reasons.count() {
+                0 => first.clone(),
+                n => format!("{first} (and {n} more)"),
+            })
+        }
+        match self.outcome {
+            Outcome::Pass => None,
+            Outcome::Void => first_and_more(self.void.reasons.iter()),
+            Outcome::Fail => first_and_more(
+                self.verdict
+                    .reasons
+                    .iter()
+                    .filter(|r| !r.starts_with("note:")),
+            ),
+            Outcome::Refused => self
+                .refused
+                .as_ref()
+                .map(|r| format!("{} refused: {}", r.what, r.answer)),
+            Outcome::Interrupted => Some("cut short by a signal".into()),
+            o @ (Outcome::Share | Outcome::Abandoned) => Some(o.to_string()),
+        }
+    }
+
+    /// Whether the cell is VOID: its outcome, or (older records) its void block.
+    pub fn is_void(&self) -> bool {
+        self.void.void || self.outcome == Outcome::Void
+    }
+}
