@@ -179,7 +179,7 @@ pub struct HeldRule {
 impl Default for HeldRule {
     fn default() -> Self {
         HeldRule {
-            served: 0.97,
+            served: cell_record::held::SERVED_MIN,
             exploratory: false,
         }
     }

@@ -570,7 +570,7 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
     let held_rule = crate::scenario::HeldRule {
         served: at(r0, "load.served_min")
             .and_then(Value::as_f64)
-            .unwrap_or(0.97),
+            .unwrap_or(cell_record::held::SERVED_MIN),
         exploratory: at(r0, "load.exploratory")
             .and_then(Value::as_bool)
             .unwrap_or(false),

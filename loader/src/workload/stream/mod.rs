@@ -461,7 +461,7 @@ impl Workload for Stream {
                     / groups_n as f64
                     / wall_rated,
                 served_fraction,
-                behind: served_fraction < 0.97 || e2e.p99_ms > 5000.0,
+                behind: cell_record::held::behind(served_fraction, e2e.p99_ms),
             },
             latency_ms: StreamLatency {
                 e2e,

@@ -111,7 +111,8 @@ async fn drive(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
     let acked = counters.acked.get();
     // Received and acknowledged: nothing left behind on the system.
     let complete = published > 0 && consumed >= published && acked >= published;
-    let held = got as f64 >= 0.97 * s.rate as f64 * shape.window.as_secs_f64();
+    let held =
+        got as f64 >= cell_record::held::SERVED_MIN * s.rate as f64 * shape.window.as_secs_f64();
     let comparable = super::figures::within_rereads(published, consumed);
     Ok(SideRun {
         side: Side::Bare,
