@@ -9,9 +9,26 @@ cd "$(dirname "$0")/.."
 # Each step says when it began (seconds since the start), so a CI log shows where the
 # 30-minute budget goes.
 step() { printf '\n==> [%4ds] %s\n' "$SECONDS" "$*"; }
-trap 'printf "\n==> [%4ds] scripts/test.sh ends\n" "$SECONDS"' EXIT
+
+# The machine, so that a failure report says where it happened: CPU model, cores, and
+# the share of CPU time the hypervisor stole over the whole command (/proc/stat's
+# aggregate line: user nice system idle iowait irq softirq steal).
+cpu_times() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9 }' /proc/stat; }
+read -r cpu_total0 cpu_steal0 < <(cpu_times)
+machine() {
+  local model cores total steal
+  model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  cores=$(nproc)
+  read -r total steal < <(cpu_times)
+  awk -v m="${model:-unknown CPU}" -v c="$cores" -v t=$((total - cpu_total0)) -v s=$((steal - cpu_steal0)) \
+    -v k="$(uname -r)" 'BEGIN {
+      printf "machine: %s, %d cores, kernel %s; steal %.2f %% of CPU time during this command\n",
+        m, c, k, (t > 0 ? 100 * s / t : 0) }'
+}
+trap 'printf "\n==> [%4ds] scripts/test.sh ends\n" "$SECONDS"; machine' EXIT
 
 step "toolchain"
+machine
 cargo --version
 rustc --version
 

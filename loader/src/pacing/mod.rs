@@ -2,8 +2,10 @@
 //! slot is due), the pacer that releases slots on time without ever waiting for the
 //! system, the priority its thread asks for, the publish-until-accepted loop, and the
 //! work timer that times every stage's simulated work, and the sub-millisecond timer
-//! inside the runtime that either can be driven by.
+//! inside the runtime that either can be driven by; and a test's failpoint that stalls
+//! the pacer.
 
+pub mod failpoint;
 pub mod fd_timer;
 pub mod pacer;
 pub mod priority;

@@ -27,6 +27,7 @@ use crate::measure::clock::Clock;
 use crate::measure::counters::FlowCounters;
 use crate::measure::histograms::Metric;
 use crate::measure::window::RatedWindow;
+use crate::pacing::failpoint::Stall;
 use crate::pacing::fd_timer::RuntimeSleep;
 use crate::pacing::schedule::Schedule;
 
@@ -93,6 +94,9 @@ pub struct Pacer<E> {
     k: u64,
     emit: E,
     lag_batch: Vec<i64>,
+    /// A test's failpoint: a stall in which nothing is released
+    /// ([`crate::pacing::failpoint`]).
+    stall: Option<Stall>,
 }
 
 impl<E> std::fmt::Debug for Pacer<E> {
@@ -117,6 +121,7 @@ impl<E: FnMut(Slot) -> bool + Send + 'static> Pacer<E> {
             k: 0,
             emit,
             lag_batch: Vec::with_capacity(256),
+            stall: Stall::from_env(),
         }
     }
 
@@ -145,6 +150,13 @@ impl<E: FnMut(Slot) -> bool + Send + 'static> Pacer<E> {
     pub fn step(&mut self, elapsed: Duration) -> Option<Duration> {
         if self.k >= self.total {
             return None;
+        }
+        if let Some(stall) = self.stall {
+            match stall.holds(elapsed) {
+                Some(end) => return Some(end),
+                None if elapsed >= stall.at => self.stall = None,
+                None => {}
+            }
         }
         let units = self.spec.units_per_slot;
         let c = &self.sinks.counters;
@@ -430,6 +442,34 @@ mod tests {
         assert_eq!(c.offered, 3 * 20_001);
         assert_eq!(c.shed_backpressure, 3 * (CATCH_UP_CAP / 2));
         assert_eq!(sinks.lag.summary().count, CATCH_UP_CAP);
+    }
+
+    #[test]
+    fn a_stalled_pacer_releases_nothing_then_skips_beyond_the_cap() {
+        let (mut p, sinks) = pacer(20_000.0, Duration::from_secs(3), 1, |_| true);
+        p.stall = Some(Stall {
+            at: Duration::from_secs(1),
+            len: Duration::from_secs(1),
+        });
+        // On time up to 999 ms: nothing skipped.
+        for ms in 0..1000 {
+            p.step(Duration::from_millis(ms));
+        }
+        let before = sinks.counters.snapshot().offered;
+        assert_eq!(before, 19_981, "slots 0..=19 980 are due by 999 ms");
+        assert_eq!(sinks.counters.snapshot().shed_pacer, 0);
+        // Inside the stall: nothing released, and it asks to be woken at its end.
+        assert_eq!(
+            p.step(Duration::from_millis(1500)),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(sinks.counters.snapshot().offered, before);
+        // At its end 20 001 slots are owed: the cap released, the rest skipped.
+        p.step(Duration::from_secs(2));
+        let c = sinks.counters.snapshot();
+        assert_eq!(c.offered, 40_001);
+        assert_eq!(c.shed_pacer, 40_001 - before - CATCH_UP_CAP);
+        assert!(p.stall.is_none(), "a stall happens once");
     }
 
     #[tokio::test(start_paused = true)]
