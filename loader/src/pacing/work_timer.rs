@@ -710,7 +710,7 @@ mod tests {
     fn a_pacer_attached_early_waits(drive: Drive) {
         two_workers().block_on(async {
             let timer = WorkTimer::start(Lanes::default(), Timing::Real, drive).unwrap();
-            let (p, seen) = counting_pacer_from(1000.0, ms(50), ms(400));
+            let (p, seen) = counting_pacer_from(1000.0, ms(50), ms(2000));
             let paced = timer.pace(p, JoinSet::new());
             // Slot 0 is due at the start, not when the pacer is attached.
             tokio::time::sleep(ms(150)).await;
