@@ -18,6 +18,7 @@ pub mod findings;
 pub mod fit;
 pub mod format;
 pub mod gate;
+pub mod gate_power;
 pub mod html;
 pub mod latency_log;
 pub mod per_second;

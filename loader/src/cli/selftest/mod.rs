@@ -22,10 +22,14 @@
 //!
 //! `selftest tax` is the harness tax of one adapter: [`tax`].
 //!
+//! `selftest gate-power` simulates the gate's statistics with the noise of real A/A
+//! records, no cells ([`gate_power`], docs/gate.md).
+//!
 //! `selftest stalls` is the host probe a campaign runs first: does this machine stall
 //! a guest whose cores are all busy ([`stalls`], `crate::record::host_stalls`).
 
 pub mod floor;
+pub mod gate_power;
 pub mod stalls;
 pub mod tax;
 pub mod verify;
@@ -72,6 +76,9 @@ pub enum Selftest {
     /// The harness tax of one adapter: loader CPU µs per delivery of a crossbench
     /// cell against the system's bare client loop, same broker, rate and shape.
     Tax(tax::TaxArgs),
+    /// The gate's false-alarm and detection rates, simulated (no cells) with the
+    /// noise of the A/A records under results/gates (docs/gate.md).
+    GatePower(gate_power::GatePowerArgs),
     /// Does this host stall a busy machine? Every core kept busy while a thread times
     /// 1 ms sleeps (the probe a campaign runs before its first cell).
     Stalls {
@@ -98,6 +105,7 @@ pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
             crossbench_meta,
         } => verify::verify(lines, props, runs, dir, crossbench_meta),
         Selftest::Tax(a) => tax::tax(a),
+        Selftest::GatePower(a) => gate_power::gate_power(a),
         Selftest::Stalls { secs, runs, json } => stalls::stalls(secs, runs, json),
     }
 }
