@@ -188,6 +188,10 @@ pub struct Description {
     /// visibility timeout), when the system works that way. The drain's grace must
     /// exceed it so a lost tail is told apart from one still leased.
     pub lease_ms: Option<u64>,
+    /// What the server said it is and how it is set, read at setup. Written by the
+    /// loader as `result.json`'s own `provenance` block, not under `provisioned`.
+    #[serde(skip)]
+    pub provenance: crate::provenance::Provenance,
 }
 
 /// One message handed to a stage.

@@ -15,6 +15,7 @@ pub mod nap;
 pub mod options;
 #[cfg(feature = "postgres")]
 pub mod pg_settings;
+pub mod provenance;
 pub mod redact;
 pub mod registry;
 
@@ -26,6 +27,7 @@ pub use broker::{
 pub use counter::Counter;
 pub use error::{BrokerError, ErrorClass};
 pub use options::{OptionsError, Section};
+pub use provenance::Provenance;
 pub use registry::{
     BuildContext, BuildError, Capabilities, SharedConsumers, System, SystemOptions,
 };

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use adapters::kafka::KafkaOptions;
 use adapters::{Durability, SystemOptions};
-use support::contract::{Counts, Fixture, Lanes, Redelivery, Unreachable};
+use support::contract::{tool, Counts, Expected, Fixture, Lanes, Redelivery, Unreachable};
 
 async fn fixture() -> Option<Fixture> {
     if !support::ready::kafka() {
@@ -33,6 +33,20 @@ async fn fixture() -> Option<Fixture> {
             acked: Some("kafka_acked"),
             refused: Some("kafka_refused"),
         },
+        witness,
+    })
+}
+
+/// The broker here is tansu (its binary says which version); the Kafka protocol
+/// carries no product or version, so the description must report none.
+fn witness() -> Option<Expected> {
+    let bin = std::env::var("HOME").unwrap_or_else(|_| "/root".into())
+        + "/.cache/crossbench/tansu-0.6.0/bin/tansu";
+    let said = tool(&bin, &["--version"])?;
+    Some(Expected {
+        path: format!("{bin} --version (answers {said:?}; the protocol does not)"),
+        version: None,
+        ..Default::default()
     })
 }
 

@@ -5,7 +5,7 @@ mod support;
 
 use adapters::mem::MemOptions;
 use adapters::{Durability, SystemOptions};
-use support::contract::{Counts, Fixture, Lanes, Redelivery};
+use support::contract::{Counts, Expected, Fixture, Lanes, Redelivery};
 
 async fn fixture() -> Option<Fixture> {
     Some(Fixture {
@@ -21,6 +21,16 @@ async fn fixture() -> Option<Fixture> {
             acked: Some("mem_acked"),
             refused: Some("mem_refused"),
         },
+        witness,
+    })
+}
+
+/// The control broker is crossbench itself: its version is the crate's.
+fn witness() -> Option<Expected> {
+    Some(Expected {
+        path: "the crate's own version (CARGO_PKG_VERSION)".into(),
+        version: Some(env!("CARGO_PKG_VERSION").into()),
+        ..Default::default()
     })
 }
 

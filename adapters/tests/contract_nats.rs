@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use adapters::nats::NatsOptions;
 use adapters::{Durability, SystemOptions};
-use support::contract::{Counts, Fixture, Lanes, Redelivery, Unreachable};
+use support::contract::{tool, Counts, Expected, Fixture, Lanes, Redelivery, Unreachable};
 
 /// The ack wait: a refused batch is nak'd with it as the delay.
 const ACK_WAIT: Duration = Duration::from_secs(2);
@@ -38,7 +38,39 @@ fn fixture(durability: Durability) -> Option<Fixture> {
             acked: Some("nats_acked"),
             refused: Some("nats_refused"),
         },
+        witness: if durability == Durability::Memory {
+            witness_memory
+        } else {
+            witness_file
+        },
     })
+}
+
+/// The server's version from its binary (`nats-server: v2.9.10`), and the storage the
+/// stream was created with.
+fn witness(storage: &str) -> Option<Expected> {
+    let said = tool("nats-server", &["--version"])?;
+    let version = said
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches('v')
+        .to_string();
+    Some(Expected {
+        path: format!("nats-server --version ({said:?})"),
+        version: Some(version),
+        reported: vec![("jetstream".into(), "true".into())],
+        settings: vec![("stream_storage".into(), format!("{storage}, replicas 1"))],
+        caveat: false,
+    })
+}
+
+fn witness_file() -> Option<Expected> {
+    witness("file")
+}
+
+fn witness_memory() -> Option<Expected> {
+    witness("memory")
 }
 
 fn unreachable() -> Unreachable {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use adapters::queen::{PopMode, QueenOptions};
 use adapters::{Durability, SystemOptions};
-use support::contract::{Counts, Fixture, Lanes, Redelivery, Unreachable};
+use support::contract::{tool, Counts, Expected, Fixture, Lanes, Redelivery, Unreachable};
 
 /// Long next to the suite's waits: a refused batch that waited for it would show.
 const LEASE: Duration = Duration::from_secs(30);
@@ -46,6 +46,24 @@ async fn fixture(mode: PopMode) -> Option<Fixture> {
             acked: Some("queen_acked"),
             refused: Some("queen_refused_messages"),
         },
+        witness,
+    })
+}
+
+/// `/health`'s version through curl; "1.0.0" (what 0.15.1 answers too) must carry the
+/// caveat.
+fn witness() -> Option<Expected> {
+    let url = std::env::var("CROSSBENCH_QUEEN_URL").ok()?;
+    let health = format!("{}/health", url.trim().trim_end_matches('/'));
+    let body = tool("curl", &["-s", "-m", "10", &health])?;
+    let v: serde_json::Value =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{health} answered {body:?}: {e}"));
+    let version = v["version"].as_str().map(str::to_string);
+    Some(Expected {
+        path: format!("curl {health}"),
+        caveat: version.as_deref() == Some("1.0.0"),
+        version,
+        ..Default::default()
     })
 }
 

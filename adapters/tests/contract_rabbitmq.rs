@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use adapters::rabbitmq::{Idiom, QueueType, RabbitOptions};
 use adapters::{Durability, SystemOptions};
-use support::contract::{Counts, Fixture, Lanes, Redelivery, Unreachable};
+use support::contract::{tool, Counts, Expected, Fixture, Lanes, Redelivery, Unreachable};
 
 async fn fixture(idiom: Idiom, queue_type: QueueType) -> Option<Fixture> {
     if !support::ready::rabbitmq() {
@@ -38,7 +38,48 @@ async fn fixture(idiom: Idiom, queue_type: QueueType) -> Option<Fixture> {
             acked: Some("rabbit_acked"),
             refused: Some("rabbit_refused"),
         },
+        witness: match queue_type {
+            QueueType::Classic => witness_classic,
+            QueueType::Quorum => witness_quorum,
+        },
     })
+}
+
+/// The node's version and Erlang/OTP release through rabbitmqctl and
+/// rabbitmq-diagnostics (the CLI's distribution link, not AMQP).
+fn witness(queue_type: &str) -> Option<Expected> {
+    let version = tool("rabbitmqctl", &["version"])?;
+    let otp = tool("rabbitmq-diagnostics", &["erlang_version", "-q"])?;
+    Some(Expected {
+        path: format!(
+            "rabbitmqctl version ({version:?}); rabbitmq-diagnostics erlang_version -q ({otp:?})"
+        ),
+        version: Some(
+            version
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        ),
+        reported: vec![("platform".into(), otp.clone())],
+        settings: vec![
+            (
+                "erlang_otp".into(),
+                otp.trim_start_matches("Erlang/OTP").trim().to_string(),
+            ),
+            ("queue_type".into(), queue_type.into()),
+        ],
+        caveat: false,
+    })
+}
+
+fn witness_classic() -> Option<Expected> {
+    witness("classic")
+}
+
+fn witness_quorum() -> Option<Expected> {
+    witness("quorum")
 }
 
 /// The connection does not depend on the idiom or the queue type: checked once.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use adapters::redis::RedisOptions;
 use adapters::{Durability, SystemOptions};
-use support::contract::{Counts, Fixture, Lanes, Redelivery, Unreachable};
+use support::contract::{field, tool, Counts, Expected, Fixture, Lanes, Redelivery, Unreachable};
 
 /// The lease: XAUTOCLAIM's min-idle-time for a refused batch.
 const LEASE: Duration = Duration::from_secs(2);
@@ -34,6 +34,30 @@ async fn fixture() -> Option<Fixture> {
             acked: Some("redis_acked"),
             refused: Some("redis_refused"),
         },
+        witness,
+    })
+}
+
+/// The server's INFO and CONFIG through redis-cli.
+fn witness() -> Option<Expected> {
+    let info = tool("redis-cli", &["-h", "127.0.0.1", "INFO", "server"])?;
+    let config = |k: &str| {
+        tool("redis-cli", &["-h", "127.0.0.1", "CONFIG", "GET", k])
+            .map(|o| o.lines().nth(1).unwrap_or_default().trim().to_string())
+    };
+    Some(Expected {
+        path: "redis-cli -h 127.0.0.1 INFO server; redis-cli CONFIG GET appendonly|appendfsync"
+            .into(),
+        version: field(&info, "redis_version"),
+        reported: vec![(
+            "redis_mode".into(),
+            field(&info, "redis_mode").unwrap_or_default(),
+        )],
+        settings: vec![
+            ("appendonly".into(), config("appendonly")?),
+            ("appendfsync".into(), config("appendfsync")?),
+        ],
+        caveat: false,
     })
 }
 

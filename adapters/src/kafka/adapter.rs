@@ -193,7 +193,7 @@ impl KafkaBroker {
                 .split(',')
                 .map(str::to_string)
                 .collect();
-            endpoints.extend(advertised);
+            endpoints.extend(advertised.iter().map(|(_, a)| a.clone()));
             let brokers = super::quiesce::addresses(&endpoints);
             let quiet = super::quiesce::wait(&brokers, self.opts.setup_timeout).await;
             notes.push(quiet.note(brokers.len()));
@@ -217,6 +217,7 @@ impl KafkaBroker {
         }
         self.stats.topics_created.add(created);
         notes.push(super::durability::tier_note(&admin, &names, topology.durability).await);
+        let provenance = super::provenance::read(&admin, &advertised, names.first()).await;
         let topics: HashMap<String, Vec<String>> = topology
             .topics
             .iter()
@@ -280,6 +281,7 @@ impl KafkaBroker {
             ],
             notes,
             lease_ms: None,
+            provenance,
         })
     }
 }

@@ -9,7 +9,7 @@
 //! member's coalesced offset commits), `holders` (which member of a group holds each
 //! partition: overlaps a coordinator allows are counted), `quiesce` (before a reset
 //! deletes topics, wait until the broker has finished with closed connections),
-//! `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
+//! `provenance` (what the protocol says about the broker), `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
 #[cfg(feature = "kafka")]
 mod durability;
@@ -30,6 +30,8 @@ mod member;
 mod partition;
 #[cfg(feature = "kafka")]
 mod producer;
+#[cfg(feature = "kafka")]
+mod provenance;
 #[cfg(feature = "kafka")]
 mod quiesce;
 #[cfg(feature = "kafka")]

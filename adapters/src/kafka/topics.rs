@@ -106,12 +106,12 @@ impl Admin {
         Ok(self.cluster().await?.0)
     }
 
-    /// [`Admin::topics`], and the `host:port` of every broker metadata lists (the
-    /// addresses clients connect to, which may differ from the bootstrap list), from
-    /// one metadata request.
+    /// [`Admin::topics`], and the id and `host:port` of every broker metadata lists
+    /// (the addresses clients connect to, which may differ from the bootstrap list),
+    /// from one metadata request.
     pub async fn cluster(
         &self,
-    ) -> Result<(BTreeMap<String, TopicState>, Vec<String>), BrokerError> {
+    ) -> Result<(BTreeMap<String, TopicState>, Vec<(i32, String)>), BrokerError> {
         let md = self.metadata().await?;
         let topics = md
             .topics()
@@ -130,7 +130,7 @@ impl Admin {
         let brokers = md
             .brokers()
             .iter()
-            .map(|b| format!("{}:{}", b.host(), b.port()))
+            .map(|b| (b.id(), format!("{}:{}", b.host(), b.port())))
             .collect();
         Ok((topics, brokers))
     }
@@ -273,6 +273,31 @@ impl Admin {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The values broker `id` reports for its configs `keys` (DescribeConfigs of the
+    /// broker resource): a key it does not list maps to None; a request it does not
+    /// answer is its error, in words.
+    pub async fn broker_configs(
+        &self,
+        id: i32,
+        keys: &[&str],
+    ) -> Result<BTreeMap<String, Option<String>>, String> {
+        let spec = [ResourceSpecifier::Broker(id)];
+        let res = self
+            .client
+            .describe_configs(spec.iter(), &self.opts())
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = res
+            .into_iter()
+            .next()
+            .ok_or_else(|| "DescribeConfigs answered no resource".to_string())?
+            .map_err(answer)?;
+        Ok(keys
+            .iter()
+            .map(|k| (k.to_string(), r.get(k).and_then(|e| e.value.clone())))
+            .collect())
     }
 
     /// The value the broker reports for topic config `key` (None when it reports none

@@ -352,6 +352,19 @@ impl Group {
     }
 }
 
+/// The control broker's provenance: crossbench's own version (it runs inside the
+/// loader, so its build is the loader's, `crossbench.git_commit`).
+fn own_provenance() -> crate::Provenance {
+    let mut p = crate::Provenance::new(
+        "crossbench control broker (in-process)",
+        "the crate's own version (CARGO_PKG_VERSION)",
+    )
+    .with_version(env!("CARGO_PKG_VERSION"));
+    p.note("runs inside the loader: its build is the loader's (crossbench.git_commit)");
+    p.setting("storage", "memory (in-process, nothing persisted)");
+    p
+}
+
 #[async_trait]
 impl Broker for MemBroker {
     async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
@@ -448,6 +461,7 @@ impl Broker for MemBroker {
             semantics_built_in_app: vec![],
             notes: vec!["in-process control broker: measures the harness's own ceiling".into()],
             lease_ms: None,
+            provenance: own_provenance(),
         })
     }
 

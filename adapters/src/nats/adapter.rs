@@ -565,7 +565,14 @@ impl Broker for NatsBroker {
             Durability::Memory | Durability::None => stream::StorageType::Memory,
         };
         let (client, js) = self.connect().await?;
-        let version = client.server_info().version;
+        let info = client.server_info();
+        let version = info.version.clone();
+        let mut provenance = crate::Provenance::new("nats-server", "the server's INFO (async-nats server_info()), and the stream info JetStream answered on create")
+            .with_version(&info.version);
+        provenance.report("jetstream", info.jetstream.to_string());
+        provenance.report("go", info.go.clone());
+        provenance.report("proto", info.proto.to_string());
+        let mut stream_storage: Option<String> = None;
         let keys = topology.keys.max(1);
         let lanes = topology.physical_lanes(self.options.max_lanes);
         let max_ack_pending = if o.max_ack_pending > 0 {
@@ -603,6 +610,21 @@ impl Broker for NatsBroker {
                 .get_or_create_stream(config)
                 .await
                 .map_err(|e| classify(format!("creating stream {name}: {e}")))?;
+            let answered = &st.cached_info().config;
+            let answer = format!(
+                "{}, replicas {}",
+                match answered.storage {
+                    stream::StorageType::File => "file",
+                    stream::StorageType::Memory => "memory",
+                },
+                answered.num_replicas
+            );
+            if stream_storage.as_ref().is_some_and(|a| *a != answer) {
+                provenance.note(format!(
+                    "stream {name} answered {answer}, unlike the first stream"
+                ));
+            }
+            stream_storage.get_or_insert(answer);
             let mut consumers = HashMap::new();
             for g in &t.groups {
                 let made: Vec<consumer::PullConsumer> = futures::stream::iter(0..lanes)
@@ -682,6 +704,15 @@ impl Broker for NatsBroker {
                 "{keys} keys hashed onto {lanes} lane subjects (FNV-1a); a lane's keys are handed one run at a time"
             ));
         }
+        match stream_storage {
+            Some(a) => provenance.setting("stream_storage", a),
+            None => provenance.not_reported("stream storage", "no stream was created"),
+        }
+        provenance.setting("sync_interval_stated", o.sync_interval.clone());
+        provenance.not_reported(
+            "JetStream sync_interval",
+            "a server-wide setting that neither INFO nor the stream info carries; sync_interval_stated is the scenario's nats.sync_interval",
+        );
         Ok(Description {
             system: "nats".into(),
             variant: format!("lane-consumers/{storage_name}"),
@@ -705,6 +736,7 @@ impl Broker for NatsBroker {
             ],
             notes,
             lease_ms: Some(o.ack_wait.as_millis() as u64),
+            provenance,
         })
     }
 

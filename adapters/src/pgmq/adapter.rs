@@ -890,6 +890,9 @@ impl Broker for PgmqBroker {
         if let Some(n) = self.pool_note.get() {
             notes.push(n.clone());
         }
+        let mut provenance = settings.provenance("");
+        provenance.source = "SHOW server_version, SELECT version(), current_setting(…), SELECT extversion FROM pg_extension WHERE extname = 'pgmq'".into();
+        provenance.report("pgmq_extversion", version.clone());
         Ok(Description {
             system: "pgmq".into(),
             variant: format!("{}/{}", o.read_fn.sql_name(), o.ack.sql_name()),
@@ -917,6 +920,7 @@ impl Broker for PgmqBroker {
             ],
             notes,
             lease_ms: Some(u64::from(o.vt_secs() as u32) * 1000),
+            provenance,
         })
     }
 

@@ -267,6 +267,26 @@ impl QueenBroker {
     }
 }
 
+/// What `/health` answers that is known not to name the build: Queen 0.15.1 (commit
+/// ab23212, `server/server.json`) answers "1.0.0", as the 1.0.0 release does.
+const UNRELIABLE_VERSIONS: [&str; 1] = ["1.0.0"];
+
+/// The server's provenance from `/health`'s version (`unknown` when it gave none).
+pub fn health_provenance(version: &str) -> crate::Provenance {
+    let mut p = crate::Provenance::new("Queen", "GET /health (version)");
+    if version == "unknown" || version.trim().is_empty() {
+        p.not_reported("version", "/health answered without a version");
+        return p;
+    }
+    p = p.with_version(version);
+    if UNRELIABLE_VERSIONS.contains(&version) {
+        p.caveat = Some(format!(
+            "Queen's /health answers {version} whatever the build: 0.15.1 (commit ab23212) answers it too, so it does not name the build measured; state the build (a commit or image digest) with the scenario's system_build"
+        ));
+    }
+    p
+}
+
 #[async_trait]
 impl Broker for QueenBroker {
     async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
@@ -304,11 +324,21 @@ impl Broker for QueenBroker {
             topics.insert(t.name.clone(), t.groups.clone());
         }
         // After the reset, before any traffic: the cell starts on a vacuumed store.
+        let mut provenance = health_provenance(&version);
         let store_notes = match &o.store_dsn {
-            Some(dsn) => super::store::vacuum(dsn, super::store::VACUUM_LIMIT)
-                .await?
-                .notes(),
-            None => vec![super::store::NOT_VACUUMED.to_string()],
+            Some(dsn) => {
+                let v = super::store::vacuum(dsn, super::store::VACUUM_LIMIT).await?;
+                v.settings.settings_into(&mut provenance, "store.");
+                provenance.report("store_postgresql", v.settings.server_version.clone());
+                v.notes()
+            }
+            None => {
+                provenance.not_reported(
+                    "the store's PostgreSQL version and settings",
+                    "no queen.store_dsn (Queen's HTTP API does not say them)",
+                );
+                vec![super::store::NOT_VACUUMED.to_string()]
+            }
         };
         let keys = topology.keys.max(1);
         let lanes = topology.lanes.clamp(1, keys);
@@ -324,7 +354,16 @@ impl Broker for QueenBroker {
 
         let mode = o.mode;
         let mut notes = vec![
-            format!("Queen server version {version} at {}", self.client.base()),
+            match &provenance.caveat {
+                Some(_) => format!(
+                    "Queen server at {}; /health says version {version}, which does not name the build (provenance.caveat; the build measured is provenance.stated_build)",
+                    self.client.base()
+                ),
+                None => format!(
+                    "Queen server at {}; /health says version {version}",
+                    self.client.base()
+                ),
+            },
             format!(
                 "pop mode {}: {} pop workers per stream, batch up to the scenario's batch, lease {} s",
                 mode.name(),
@@ -412,6 +451,7 @@ impl Broker for QueenBroker {
             semantics_built_in_app: built,
             notes,
             lease_ms: Some(o.lease_secs() * 1000),
+            provenance,
         })
     }
 
@@ -598,6 +638,21 @@ impl Broker for QueenBroker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn health_version_1_0_0_carries_the_caveat_and_no_version_is_a_note() {
+        let p = health_provenance("1.0.0");
+        assert_eq!(p.version.as_deref(), Some("1.0.0"));
+        let c = p.caveat.expect("a caveat on 1.0.0");
+        assert!(c.contains("0.15.1") && c.contains("system_build"), "{c}");
+        assert_eq!(health_provenance("0.16.0").caveat, None);
+        let none = health_provenance("unknown");
+        assert_eq!(none.version, None);
+        assert_eq!(
+            none.notes,
+            vec!["version not reported: /health answered without a version"]
+        );
+    }
 
     /// The answer Queen gave a reset's delete in the ceiling campaign of 2026-12-05
     /// (abridged): a deadlock is tried again, any other refusal is not.

@@ -1089,6 +1089,11 @@ impl Inner {
                 topology.dedup_window_sec
             ));
         }
+        let mut provenance = super::handshake::provenance(
+            super::handshake::server_properties(&self.opts.url, Duration::from_secs(10)).await,
+        );
+        provenance.setting("queue_type", self.opts.queue_type.name());
+        provenance.note("queue_type: x-queue-type as the adapter declared it on every queue (a declare that the server answered, not read back)");
         Ok(Description {
             system: "rabbitmq".into(),
             variant: format!("{}/{}", idiom.name(), self.opts.queue_type.name()),
@@ -1111,6 +1116,7 @@ impl Inner {
             ],
             notes,
             lease_ms: None,
+            provenance,
         })
     }
 }

@@ -11,6 +11,8 @@ mod adapter;
 #[cfg(feature = "rabbitmq")]
 pub mod bare;
 #[cfg(feature = "rabbitmq")]
+pub mod handshake;
+#[cfg(feature = "rabbitmq")]
 mod refusal;
 #[cfg(feature = "rabbitmq")]
 pub use adapter::RabbitBroker;

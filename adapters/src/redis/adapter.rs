@@ -878,6 +878,40 @@ fn settled(state: &mut [Lane], acks: &mut Vec<PendingAck>, d: Done) {
     });
 }
 
+/// The server's provenance from its `INFO server` answer: product (`server_name`
+/// where the server gives one, as Valkey does; else Redis), `redis_version`, the build
+/// (`redis_git_sha1`, `redis_build_id`) and `redis_mode`.
+pub fn info_provenance(info: &str) -> crate::Provenance {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(|v| v.trim().to_string())
+    };
+    let product = field("server_name").unwrap_or_else(|| "Redis".into());
+    let mut p = crate::Provenance::new(
+        product,
+        "INFO server; CONFIG GET appendonly, appendfsync, save",
+    );
+    p = match field("redis_version") {
+        Some(v) => p.with_version(v),
+        None => {
+            p.not_reported("version", "INFO server has no redis_version");
+            p
+        }
+    };
+    let build: Vec<String> = ["redis_git_sha1", "redis_git_dirty", "redis_build_id"]
+        .iter()
+        .filter_map(|k| field(k).map(|v| format!("{k}={v}")))
+        .collect();
+    p = p.with_build(build.join(" "));
+    for k in ["redis_mode", "os", "arch_bits"] {
+        if let Some(v) = field(k) {
+            p.report(k, v);
+        }
+    }
+    p
+}
+
 #[async_trait]
 impl Broker for RedisBroker {
     async fn setup(&self, topology: &Topology) -> Result<Description, BrokerError> {
@@ -907,6 +941,10 @@ impl Broker for RedisBroker {
             .unwrap_or("?")
             .trim()
             .to_string();
+        let mut provenance = info_provenance(&info);
+        provenance.setting("appendonly", appendonly.clone());
+        provenance.setting("appendfsync", appendfsync.clone());
+        provenance.setting("save", save.clone());
         let keys = topology.keys.max(1);
         let lanes = topology.physical_lanes(self.options.max_lanes);
         let mut states = HashMap::new();
@@ -1034,6 +1072,7 @@ impl Broker for RedisBroker {
             ],
             notes,
             lease_ms: Some(o.lease.as_millis() as u64),
+            provenance,
         })
     }
 
@@ -1202,6 +1241,27 @@ impl Broker for RedisBroker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_server_gives_product_version_build_and_mode() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:ae4d7c971a948f0\r\nredis_mode:standalone\r\n";
+        let p = info_provenance(info);
+        assert_eq!(p.product, "Redis");
+        assert_eq!(p.version.as_deref(), Some("7.0.15"));
+        assert_eq!(
+            p.build.as_deref(),
+            Some("redis_git_sha1=00000000 redis_git_dirty=0 redis_build_id=ae4d7c971a948f0")
+        );
+        assert_eq!(p.reported["redis_mode"], "standalone");
+        let valkey = info_provenance("server_name:valkey\r\nredis_version:7.2.4\r\n");
+        assert_eq!(valkey.product, "valkey");
+        let none = info_provenance("# Server\r\n");
+        assert_eq!(none.version, None);
+        assert_eq!(
+            none.notes,
+            vec!["version not reported: INFO server has no redis_version"]
+        );
+    }
 
     #[test]
     fn tiers_from_config() {

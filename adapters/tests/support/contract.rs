@@ -84,6 +84,62 @@ pub struct Unreachable {
     pub hint: &'static str,
 }
 
+/// What the server says it is, read by the test through another path than the
+/// adapter's (a command-line tool, the server's binary), for
+/// [`provenance_is_the_servers_own`].
+#[derive(Debug, Clone, Default)]
+pub struct Expected {
+    /// The other path, named in every failure message (`psql … SHOW server_version`).
+    pub path: String,
+    /// The version the server reports; None when its protocol reports none (the
+    /// description must then say "not reported").
+    pub version: Option<String>,
+    /// Facts the description's `reported` must hold, with these values.
+    pub reported: Vec<(String, String)>,
+    /// Settings the description's `settings` must hold, with these values.
+    pub settings: Vec<(String, String)>,
+    /// Whether the server's version is known not to name its build (a caveat).
+    pub caveat: bool,
+}
+
+/// Reads [`Expected`]; None when the other path is not there (SKIP by hand, a
+/// failure under `CI`, through [`tool`]).
+pub type Witness = fn() -> Option<Expected>;
+
+/// The output of `program args…` (stdout, trimmed), or None with a SKIP (a failure
+/// under `CI`) when it cannot be run or fails.
+pub fn tool(program: &str, args: &[&str]) -> Option<String> {
+    let shown = format!("{program} {}", args.join(" "));
+    match std::process::Command::new(program).args(args).output() {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        Ok(o) => {
+            super::services::unavailable(
+                &format!(
+                    "`{shown}` failed ({}): {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                "the provisioning script installs it",
+            );
+            None
+        }
+        Err(e) => {
+            super::services::unavailable(
+                &format!("`{shown}` cannot run: {e}"),
+                "the provisioning script installs it",
+            );
+            None
+        }
+    }
+}
+
+/// The value of `key:` in `key:value` lines (Redis's INFO).
+pub fn field(text: &str, key: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
 /// One system (and variant) as the suite drives it.
 #[derive(Debug, Clone)]
 pub struct Fixture {
@@ -98,6 +154,8 @@ pub struct Fixture {
     pub redelivery: Redelivery,
     pub lanes: Lanes,
     pub counts: Counts,
+    /// The server's own account of itself, read another way.
+    pub witness: Witness,
 }
 
 impl Fixture {
@@ -194,6 +252,74 @@ fn progress(recs: &[Arc<Recorder>], want: u64) -> String {
 }
 
 // ------------------------------------------------------------------------ cases
+
+/// The description's provenance is the server's own: the version (and the facts and
+/// settings the fixture's witness reads) equal what the test reads through another
+/// path; a server whose protocol reports no version is said to report none.
+pub async fn provenance_is_the_servers_own(b: Arc<dyn Broker>, f: Fixture) {
+    let topic = f.topic("prov");
+    let d = setup(&b, &f, &f.topology(&topic, &["g"], 1, 1)).await;
+    let p = &d.provenance;
+    let witness = f.witness;
+    let Some(want) = tokio::task::spawn_blocking(witness)
+        .await
+        .expect("the witness ran")
+    else {
+        return;
+    };
+    eprintln!(
+        "{}: provenance {p:?}; read through {}: {want:?}",
+        f.name, want.path
+    );
+    assert!(
+        !p.product.is_empty() && !p.source.is_empty(),
+        "{}: the provenance names no product or source: {p:?}",
+        f.name
+    );
+    assert_eq!(
+        p.version, want.version,
+        "{}: the version in the description is not the one the server reports through `{}` (provenance: {p:?})",
+        f.name, want.path
+    );
+    if want.version.is_none() {
+        assert!(
+            p.notes.iter().any(|n| n.contains("version not reported")),
+            "{}: no version, and no note saying it was not reported: {p:?}",
+            f.name
+        );
+    }
+    for (k, v) in &want.reported {
+        assert_eq!(
+            p.reported.get(k),
+            Some(v),
+            "{}: reported {k} differs from `{}` (provenance: {p:?})",
+            f.name,
+            want.path
+        );
+    }
+    for (k, v) in &want.settings {
+        assert_eq!(
+            p.settings.get(k),
+            Some(v),
+            "{}: setting {k} differs from `{}` (provenance: {p:?})",
+            f.name,
+            want.path
+        );
+    }
+    assert_eq!(
+        p.caveat.is_some(),
+        want.caveat,
+        "{}: a caveat on the version was {}expected: {p:?}",
+        f.name,
+        if want.caveat { "" } else { "not " }
+    );
+    let text = format!("{p:?}");
+    assert!(
+        !text.contains("://"),
+        "{}: the provenance carries a URL (it may carry a password): {text}",
+        f.name
+    );
+}
 
 /// Two groups read one topic; each gets every message once, in publish order per
 /// key, never one key in two handler calls at once. Half the messages are published
@@ -681,6 +807,7 @@ macro_rules! contract_suite {
             __contract_case!(unknown_topic_is_classified, $subject);
             __contract_case!(counters_are_consistent, $subject);
             __contract_case!(held_counts_what_no_consumer_took, $subject);
+            __contract_case!(provenance_is_the_servers_own, $subject);
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn unreachable_server_is_a_connection_error() {
