@@ -20,7 +20,7 @@ use report::gate::{
 use report::CellRecord;
 use tokio_util::sync::CancellationToken;
 
-use crate::cell::RunOptions;
+use crate::cell::{Outcome, RunOptions};
 use crate::cli::exit::Exit;
 use crate::cli::BadInput;
 use crate::pacing::pacer::Timing;
@@ -319,7 +319,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
                 records
                     .iter()
                     .find(|r| r.0 == arm && r.1 == stage && r.2 == pair)
-                    .filter(|r| r.3.result.outcome == "PASS")
+                    .filter(|r| r.3.result.outcome == Outcome::Pass)
                     .and_then(|r| m.read(&r.3))
                     .filter(|v| v.is_finite())
             };
@@ -332,7 +332,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
             let get = |arm: usize| {
                 records
                     .iter()
-                    .find(|r| r.0 == arm && r.2 == p && r.3.result.outcome == "PASS")
+                    .find(|r| r.0 == arm && r.2 == p && r.3.result.outcome == Outcome::Pass)
                     .map(|r| figures(&r.3))
             };
             if let (Some(a), Some(b)) = (get(0), get(1)) {
@@ -538,7 +538,7 @@ fn compare_records(
     };
     let metrics = cfg.resolve().map_err(BadInput)?;
     let figure = |r: Option<&CellRecord>, m: Metric| {
-        r.filter(|r| r.result.outcome == "PASS")
+        r.filter(|r| r.result.outcome == Outcome::Pass)
             .and_then(|r| m.read(r))
             .filter(|v| v.is_finite())
     };
@@ -554,7 +554,7 @@ fn compare_records(
     )];
     let fail_legs: Vec<String> = cc
         .iter()
-        .filter(|r| r.result.outcome == "FAIL")
+        .filter(|r| r.result.outcome == Outcome::Fail)
         .map(|r| r.dir.display().to_string())
         .collect();
     let results: Vec<MetricResult> = metrics
