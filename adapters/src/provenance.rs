@@ -94,11 +94,16 @@ impl Provenance {
         self.version.as_deref().unwrap_or("not reported")
     }
 
-    /// One line: "PostgreSQL 15.20 (build …)", for the console and invocation.txt.
+    /// One line for the console: "Redis 7.0.15 (build redis_git_sha1=…)"; a build
+    /// that repeats the version (PostgreSQL's `version()` line) is left out.
     pub fn headline(&self) -> String {
         let mut s = format!("{} {}", self.product, self.version_or_not_reported());
         if let Some(b) = &self.build {
-            if Some(b) != self.version.as_ref() {
+            if self
+                .version
+                .as_ref()
+                .is_none_or(|v| !b.contains(v.as_str()))
+            {
                 s.push_str(&format!(" (build {b})"));
             }
         }
@@ -131,15 +136,12 @@ mod tests {
 
     #[test]
     fn headline_names_product_version_and_a_distinct_build() {
-        let mut p = Provenance::new("PostgreSQL", "SHOW server_version")
-            .with_version("15.20")
-            .with_build("PostgreSQL 15.20 on x86_64");
-        assert_eq!(
-            p.headline(),
-            "PostgreSQL 15.20 (build PostgreSQL 15.20 on x86_64)"
-        );
-        p.build = Some("15.20".into());
-        assert_eq!(p.headline(), "PostgreSQL 15.20");
+        let mut p = Provenance::new("Redis", "INFO server")
+            .with_version("7.0.15")
+            .with_build("redis_git_sha1=00000000");
+        assert_eq!(p.headline(), "Redis 7.0.15 (build redis_git_sha1=00000000)");
+        p.build = Some("Redis 7.0.15 on x86_64".into());
+        assert_eq!(p.headline(), "Redis 7.0.15");
         p.setting("fsync", "on");
         p.setting("autovacuum", "off");
         assert_eq!(Provenance::joined(&p.settings), "autovacuum=off, fsync=on");

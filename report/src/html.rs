@@ -181,6 +181,7 @@ fn cell_section(
         o = r.outcome,
         verdict = if r.verdict.pass { "PASS" } else { "FAIL" },
     );
+    provenance(s, &c.dir);
     let reasons: Vec<&String> = r
         .verdict
         .reasons
@@ -212,6 +213,74 @@ fn cell_section(
         .collect();
     let _ = writeln!(s, "<p>Raw files: {}</p>", links.join(" · "));
     figure(s, p, out)
+}
+
+/// The cell's builds: the loader's (`crossbench`, flagged when dirty) and the system's
+/// (`provenance`: product, version, the build the scenario states, settings), read
+/// from its result.json (records before 2026-12 have no `provenance`: left out).
+fn provenance(s: &mut String, dir: &Path) {
+    let Some(v) = std::fs::read_to_string(dir.join("result.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
+        return;
+    };
+    let text = |x: &serde_json::Value| x.as_str().map(str::to_string);
+    let cb = &v["crossbench"];
+    let commit = text(&cb["git_commit"]).unwrap_or_else(|| "unknown".into());
+    let dirty = cb["dirty"].as_bool().unwrap_or(commit.ends_with("-dirty"));
+    let _ = write!(
+        s,
+        "<p>Loader build: crossbench {} (git {}){}",
+        esc(&text(&cb["version"]).unwrap_or_default()),
+        esc(&commit),
+        if dirty {
+            " <span class=\"FAIL\">DIRTY: built from a modified tree, no commit in the history is this build</span>"
+        } else {
+            ""
+        }
+    );
+    let p = &v["provenance"];
+    if p.is_object() {
+        let map = |m: &serde_json::Value| {
+            m.as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, x)| format!("{k}={}", x.as_str().unwrap_or_default()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
+        let _ = write!(
+            s,
+            ". System: {} {} (as the server reports it)",
+            esc(&text(&p["product"]).unwrap_or_default()),
+            esc(&text(&p["version"]).unwrap_or_else(|| "version not reported".into()))
+        );
+        if let Some(c) = text(&p["caveat"]) {
+            let _ = write!(s, " <span class=\"VOID\">not the build: {}</span>", esc(&c));
+        }
+        let _ = write!(
+            s,
+            "; build stated: {}",
+            esc(&text(&p["stated_build"]).unwrap_or_else(|| "none".into()))
+        );
+        for (label, key) in [("reported", "reported"), ("settings", "settings")] {
+            let m = map(&p[key]);
+            if !m.is_empty() {
+                let _ = write!(s, "; {label}: {}", esc(&m));
+            }
+        }
+        let notes: Vec<String> = p["notes"]
+            .as_array()
+            .map(|a| a.iter().filter_map(text).collect())
+            .unwrap_or_default();
+        if !notes.is_empty() {
+            let _ = write!(s, "; notes: {}", esc(&notes.join("; ")));
+        }
+    }
+    let _ = writeln!(s, ".</p>");
 }
 
 /// `target` relative to the directory `from` (both made absolute first).
@@ -251,6 +320,31 @@ pub fn relative(from: &Path, target: &Path) -> String {
 mod tests {
     use super::relative;
     use std::path::Path;
+
+    #[test]
+    fn cell_section_names_a_dirty_loader_and_the_systems_provenance() {
+        let dir = std::env::temp_dir().join(format!("cb-html-prov-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("result.json"),
+            r#"{"crossbench":{"version":"0.1.0","git_commit":"abc-dirty","dirty":true},
+               "provenance":{"schema":1,"product":"Queen","version":"1.0.0","caveat":"answers 1.0.0 <always>",
+               "stated_build":"ab23212","reported":{},"settings":{"store.fsync":"on"},"notes":[]}}"#,
+        )
+        .unwrap();
+        let mut s = String::new();
+        super::provenance(&mut s, &dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(s.contains("git abc-dirty"), "{s}");
+        assert!(s.contains("DIRTY"), "{s}");
+        assert!(s.contains("Queen 1.0.0"), "{s}");
+        assert!(
+            s.contains("not the build: answers 1.0.0 &lt;always&gt;"),
+            "{s}"
+        );
+        assert!(s.contains("build stated: ab23212"), "{s}");
+        assert!(s.contains("settings: store.fsync=on"), "{s}");
+    }
 
     #[test]
     fn relative_links() {

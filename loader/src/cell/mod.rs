@@ -357,6 +357,14 @@ async fn run_joined<W: Workload>(
             }
         };
 
+    // What the system said it is: invocation.txt's lines, the console, the warnings.
+    let provenance_warnings = crate::record::result::provenance_warnings(s, &description);
+    inv.provenance_lines = crate::record::result::ProvenanceRecord::new(s, &description).lines();
+    say(format!("system: {}", description.provenance.headline()));
+    for w in &provenance_warnings {
+        say(format!("warning: {w}"));
+    }
+
     if let Some(m) = member {
         m.set_stage(Stage::TopologyReady);
     }
@@ -742,6 +750,7 @@ async fn run_joined<W: Workload>(
         },
     );
     let mut warnings = consume_errors;
+    warnings.extend(provenance_warnings);
     warnings.extend(stalled);
     warnings.extend(figures.warnings);
     if let Some(f) = crate::cell::void_rule::notable_steal(cost.host_steal_frac_mean) {

@@ -33,6 +33,8 @@ pub struct Invocation<'a> {
     pub outcome: Option<&'a str>,
     /// The fault schedule as it ran: one line per action (empty: no faults).
     pub faults: &'a [String],
+    /// What the system said it is (`system_…:` lines; empty before setup).
+    pub provenance: &'a [String],
 }
 
 impl Invocation<'_> {
@@ -42,6 +44,12 @@ impl Invocation<'_> {
         let _ = writeln!(s, "# crossbench invocation v1");
         let _ = writeln!(s, "command: {}", shell_join(self.argv));
         let _ = writeln!(s, "crossbench: {version} (git {commit})");
+        if commit.ends_with("-dirty") {
+            let _ = writeln!(
+                s,
+                "crossbench_dirty: true (built from a modified tree: no commit in the history is this build)"
+            );
+        }
         let _ = writeln!(s, "started_utc: {}", utc(self.started));
         if let Some(e) = self.ended {
             let _ = writeln!(s, "ended_utc: {}", utc(e));
@@ -55,6 +63,9 @@ impl Invocation<'_> {
         let _ = writeln!(s, "memory_bytes: {}", h.memory_bytes);
         let _ = writeln!(s, "kernel: {}", h.kernel);
         let _ = writeln!(s, "os: {}", h.os);
+        for l in self.provenance {
+            let _ = writeln!(s, "{l}");
+        }
         let _ = writeln!(
             s,
             "\n## scenario as given ({})",
@@ -92,6 +103,8 @@ pub struct InvocationFile {
     pub started: std::time::SystemTime,
     /// The faults' actions, once they ran (written with the outcome).
     pub fault_lines: Vec<String>,
+    /// What the system said it is, once set up (`ProvenanceRecord::lines`).
+    pub provenance_lines: Vec<String>,
 }
 
 impl InvocationFile {
@@ -113,6 +126,7 @@ impl InvocationFile {
             host: Host::probe(),
             started: std::time::SystemTime::now(),
             fault_lines: Vec::new(),
+            provenance_lines: Vec::new(),
         };
         f.write(None, None)?;
         Ok(f)
@@ -135,6 +149,7 @@ impl InvocationFile {
             ended,
             outcome,
             faults: &self.fault_lines,
+            provenance: &self.provenance_lines,
         };
         std::fs::write(&self.path, inv.render())
             .with_context(|| format!("writing {}", self.path.display()))
@@ -194,11 +209,13 @@ mod tests {
             ended: None,
             outcome: None,
             faults: &[],
+            provenance: &["system_build_stated: sha256:abc".to_string()],
         };
         let r = inv.render();
         for secret in ["topsecret1", "tok-secret-2", "topsecret3", "tok-secret-4"] {
             assert!(!r.contains(secret), "{secret} leaked:\n{r}");
         }
         assert!(r.contains("postgres://bench:***@127.0.0.1:5432/x"));
+        assert!(r.contains("\nsystem_build_stated: sha256:abc\n"), "{r}");
     }
 }

@@ -25,6 +25,9 @@ pub struct CellHead {
     pub accept: crate::scenario::Accept,
     pub time: Times,
     pub host: Host,
+    /// What the system under test said it is, and how it is set (added 2026-12,
+    /// additive; versioned by its own `schema`).
+    pub provenance: ProvenanceRecord,
 }
 
 impl CellHead {
@@ -48,8 +51,106 @@ impl CellHead {
             accept: s.accept,
             time,
             host,
+            provenance: ProvenanceRecord::new(s, d),
         }
     }
+}
+
+/// The version of the `provenance` block's own format.
+pub const PROVENANCE_SCHEMA: u32 = 1;
+
+/// `provenance` in result.json: the server's own answers about itself (read by the
+/// adapter at setup, `adapters::Provenance`), and the build the scenario states.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvenanceRecord {
+    pub schema: u32,
+    #[serde(flatten)]
+    pub server: adapters::Provenance,
+    /// The scenario's `system_build`: the build of the system as the user states it
+    /// (a commit, an image digest), beside the server's own answer. None: not stated.
+    pub stated_build: Option<String>,
+}
+
+impl ProvenanceRecord {
+    /// The block of a cell of scenario `s` whose system described itself as `d`.
+    pub fn new(s: &crate::scenario::Scenario, d: &adapters::Description) -> Self {
+        ProvenanceRecord {
+            schema: PROVENANCE_SCHEMA,
+            server: d.provenance.clone(),
+            stated_build: s.system_build.clone(),
+        }
+    }
+
+    /// invocation.txt's lines: `system_product:`, `system_version:` (with the
+    /// caveat), `system_build:`, `system_build_stated:`, `system_reported:`,
+    /// `system_settings:`, one `system_note:` each.
+    pub fn lines(&self) -> Vec<String> {
+        let p = &self.server;
+        let mut out = vec![
+            format!("system_product: {}", p.product),
+            format!(
+                "system_version: {}{}",
+                p.version_or_not_reported(),
+                if p.caveat.is_some() {
+                    " (as the server reports it; NOT the build: see system_caveat)"
+                } else {
+                    " (as the server reports it)"
+                }
+            ),
+        ];
+        if let Some(b) = &p.build {
+            out.push(format!("system_build_reported: {b}"));
+        }
+        out.push(format!(
+            "system_build_stated: {}",
+            self.stated_build
+                .as_deref()
+                .unwrap_or("(not stated: system_build)")
+        ));
+        if let Some(c) = &p.caveat {
+            out.push(format!("system_caveat: {c}"));
+        }
+        if !p.reported.is_empty() {
+            out.push(format!(
+                "system_reported: {}",
+                adapters::Provenance::joined(&p.reported)
+            ));
+        }
+        if !p.settings.is_empty() {
+            out.push(format!(
+                "system_settings: {}",
+                adapters::Provenance::joined(&p.settings)
+            ));
+        }
+        out.push(format!("system_source: {}", p.source));
+        out.extend(p.notes.iter().map(|n| format!("system_note: {n}")));
+        out
+    }
+}
+
+/// The record's warnings about provenance: a loader built from a modified tree
+/// (`-dirty`: no commit in the history is this build), and a server whose version is
+/// known not to name its build when the scenario states none.
+pub fn provenance_warnings(
+    s: &crate::scenario::Scenario,
+    d: &adapters::Description,
+) -> Vec<String> {
+    let mut w = Vec::new();
+    let b = BuildInfo::current();
+    if b.dirty() {
+        w.push(format!(
+            "DIRTY BUILD: crossbench {} was built from a modified tree (git {}): no commit in the history is this build, so the record cannot be reproduced from one",
+            b.version, b.git_commit
+        ));
+    }
+    if let (Some(c), None) = (&d.provenance.caveat, &s.system_build) {
+        w.push(format!(
+            "BUILD UNSTATED: {} reports version {}, which does not name the build measured ({c})",
+            d.provenance.product,
+            d.provenance.version_or_not_reported()
+        ));
+    }
+    w
 }
 
 /// A cell's `result.json`: the head, the workload's figures (`body`, whose fields
@@ -87,13 +188,32 @@ pub struct CellTail {
     pub loaders: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// `crossbench` in every record: `version`, `git_commit` (`-dirty` when built from a
+/// modified tree) and `dirty` (added 2026-12: the same, as a flag readers need not
+/// parse).
+#[derive(Debug, Clone)]
 pub struct BuildInfo {
     pub version: String,
     pub git_commit: String,
 }
 
+impl Serialize for BuildInfo {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = ser.serialize_struct("BuildInfo", 3)?;
+        st.serialize_field("version", &self.version)?;
+        st.serialize_field("git_commit", &self.git_commit)?;
+        st.serialize_field("dirty", &self.dirty())?;
+        st.end()
+    }
+}
+
 impl BuildInfo {
+    /// Built from a tree with changes no commit holds (`git_commit` ends `-dirty`).
+    pub fn dirty(&self) -> bool {
+        self.git_commit.ends_with("-dirty")
+    }
+
     /// This build's version and commit.
     pub fn current() -> Self {
         let (version, git_commit) = crate::record::invocation::build_id();
@@ -224,4 +344,25 @@ pub struct LoadVerdict {
     pub served_min: f64,
     /// The scenario marked its load exploratory: NOT-HELD does not change the exit.
     pub exploratory: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_info_says_dirty_as_a_flag() {
+        let b = BuildInfo {
+            version: "0.1.0".into(),
+            git_commit: "2c6d437abcde-dirty".into(),
+        };
+        let v = serde_json::to_value(&b).unwrap();
+        assert_eq!(v["dirty"], true, "{v}");
+        assert_eq!(v["git_commit"], "2c6d437abcde-dirty");
+        let clean = BuildInfo {
+            git_commit: "2c6d437abcde".into(),
+            ..b
+        };
+        assert_eq!(serde_json::to_value(&clean).unwrap()["dirty"], false);
+    }
 }

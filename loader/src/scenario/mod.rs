@@ -132,6 +132,11 @@ pub struct Scenario {
     /// (docs/gate.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<report::gate::GateConfig>,
+    /// The build of the system under test as the user states it (a commit or an image
+    /// digest), recorded beside what the server reports (`provenance.stated_build`):
+    /// for servers whose own answer does not name the build (docs/scenarios.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_build: Option<String>,
 }
 
 fn yes() -> bool {

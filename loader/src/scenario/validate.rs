@@ -47,6 +47,20 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             }
         }
     }
+    if let Some(b) = &s.system_build {
+        if b.trim().is_empty() || b.len() > 200 || b.chars().any(char::is_control) {
+            return Err(invalid(
+                "system_build",
+                "must be one line of 1 to 200 characters naming the build of the system under test (a commit or an image digest); leave it out when unknown",
+            ));
+        }
+        if b.contains("://") {
+            return Err(invalid(
+                "system_build",
+                "names a build (a commit or an image digest), not a URL: a URL may carry a password and the record keeps this field as given",
+            ));
+        }
+    }
     if s.duration.0.is_zero() || s.duration.0 > Duration::from_secs(7 * 86_400) {
         return Err(invalid("duration", "must be > 0 and at most 7 days"));
     }
