@@ -38,11 +38,7 @@ fn readme_commands() -> BTreeSet<String> {
     table
         .lines()
         .filter_map(|l| l.strip_prefix("| `crossbench "))
-        .filter_map(|rest| {
-            rest.split(|c: char| c == ' ' || c == '`')
-                .next()
-                .map(str::to_string)
-        })
+        .filter_map(|rest| rest.split([' ', '`']).next().map(str::to_string))
         .collect()
 }
 

@@ -62,11 +62,14 @@ fn gate_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Per metric, the log-ratios of the A/A pairs.
+type Noise = BTreeMap<Metric, Vec<f64>>;
+
 /// The A/A log-ratios per metric, and the records they came from.
-fn aa_noise(dir: &Path) -> anyhow::Result<(BTreeMap<Metric, Vec<f64>>, Vec<String>)> {
+fn aa_noise(dir: &Path) -> anyhow::Result<(Noise, Vec<String>)> {
     let mut files = Vec::new();
     gate_files(dir, &mut files);
-    let mut noise: BTreeMap<Metric, Vec<f64>> = BTreeMap::new();
+    let mut noise = Noise::new();
     let mut used = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f)?;
