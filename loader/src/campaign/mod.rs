@@ -278,7 +278,10 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         Timing::Virtual => crate::cli::run::virtual_runtime(),
     }
     .context("starting the runtime")?;
-    let ran = rt.block_on(run_cells(req, &arms, &dir, &mut rec))?;
+    // Which cells to run is decided before the runtime starts: on a resume it verifies
+    // every recorded cell's logs again, a blocking scan that has no place on it.
+    let todo = cells_to_run(req, &arms, &dir, &rec);
+    let ran = rt.block_on(run_cells(req, &arms, &dir, &mut rec, todo))?;
     rt.shutdown_timeout(Duration::from_secs(2));
 
     let interrupted = rec
@@ -488,11 +491,13 @@ fn cells_to_run(
         .collect()
 }
 
+/// Run the cells `todo` (indices into `rec.cells`, from [`cells_to_run`]).
 async fn run_cells(
     req: &CampaignRequest,
     arms: &[Arm],
     dir: &Path,
     rec: &mut CampaignRecord,
+    todo: Vec<usize>,
 ) -> anyhow::Result<usize> {
     // Ctrl-C: no further cell starts, and the running one goes on to its end, so the
     // campaign stops with whole cells only. A second Ctrl-C (or a SIGTERM, at once)
@@ -501,7 +506,6 @@ async fn run_cells(
     let stop = CancellationToken::new();
     let cut = CancellationToken::new();
     crate::cli::signals::install_after_cell(stop.clone(), cut.clone());
-    let todo = cells_to_run(req, arms, dir, rec);
     if !todo.is_empty() {
         // Before the first cell: does this host stall a busy machine? Warned of,
         // recorded, never refused (record::host_stalls).

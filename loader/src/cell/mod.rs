@@ -111,7 +111,10 @@ pub async fn run<W: Workload>(
 
     // One loader of several: join the rendezvous first (loader 0 serves it).
     let fleet = opts.fleet.clone();
-    let clock_start = fleet.as_ref().map(|_| ClockBound::read());
+    let clock_start = match fleet {
+        Some(_) => Some(ClockBound::read_off_runtime().await),
+        None => None,
+    };
     let member: Option<Arc<Member>> = match fleet.as_ref().filter(|f| !f.alone()) {
         None => None,
         Some(f) => {
@@ -135,6 +138,7 @@ pub async fn run<W: Workload>(
                         &why,
                         &clock_start,
                     )
+                    .await
                 }
             }
         }
@@ -174,7 +178,7 @@ impl From<anyhow::Error> for JoinedError {
 
 /// Record a loader that gave the cell up before pacing it, and end.
 #[allow(clippy::too_many_arguments)]
-fn abandoned_early(
+async fn abandoned_early(
     s: &crate::scenario::Scenario,
     dir: &Path,
     inv: &mut InvocationFile,
@@ -184,7 +188,15 @@ fn abandoned_early(
     why: &Fail,
     clock_start: &Option<ClockBound>,
 ) -> Result<CellReport> {
-    let record = loaders_record(f, member, None, clock_start.clone(), Some(why.clone()));
+    let clock_end = ClockBound::read_off_runtime().await;
+    let record = loaders_record(
+        f,
+        member,
+        None,
+        clock_start.clone(),
+        clock_end,
+        Some(why.clone()),
+    );
     let summary = crate::fleet::abandoned::record(dir, s, &inv.host, inv.started, why, &record)?;
     inv.write(Some(SystemTime::now()), Some(Outcome::Abandoned.name()))?;
     crate::record::incomplete::end();
@@ -203,6 +215,7 @@ fn loaders_record(
     member: Option<&Member>,
     start_unix_us: Option<i64>,
     clock_start: Option<ClockBound>,
+    clock_end: ClockBound,
     abandoned: Option<Fail>,
 ) -> LoadersRecord {
     LoadersRecord {
@@ -220,7 +233,7 @@ fn loaders_record(
         start_unix_us,
         host: Some(crate::fleet::clock::LoaderHost::this()),
         clock_start,
-        clock_end: Some(ClockBound::read()),
+        clock_end: Some(clock_end),
         hosts: member
             .map(|m| m.hosts().into_iter().map(|h| h.map(|(h, _)| h)).collect())
             .unwrap_or_default(),
@@ -259,16 +272,19 @@ async fn run_joined<W: Workload>(
                         (Some(m), Some(f)) => {
                             m.fail($stage, format!("{e:#}")).await;
                             let why = m.abandoned().expect("just failed");
-                            return Err(JoinedError::Abandoned(abandoned_early(
-                                s,
-                                &dir,
-                                inv,
-                                sampling,
-                                f,
-                                Some(m),
-                                &why,
-                                clock_start,
-                            )?));
+                            return Err(JoinedError::Abandoned(
+                                abandoned_early(
+                                    s,
+                                    &dir,
+                                    inv,
+                                    sampling,
+                                    f,
+                                    Some(m),
+                                    &why,
+                                    clock_start,
+                                )
+                                .await?,
+                            ));
                         }
                         _ => return Err(JoinedError::Other(e)),
                     }
@@ -283,16 +299,19 @@ async fn run_joined<W: Workload>(
                 Ok(v) => v,
                 Err(why) => {
                     let f = fleet.as_ref().expect("a barrier has a fleet");
-                    return Err(JoinedError::Abandoned(abandoned_early(
-                        s,
-                        &dir,
-                        inv,
-                        sampling,
-                        f,
-                        member.as_deref(),
-                        &why,
-                        clock_start,
-                    )?));
+                    return Err(JoinedError::Abandoned(
+                        abandoned_early(
+                            s,
+                            &dir,
+                            inv,
+                            sampling,
+                            f,
+                            member.as_deref(),
+                            &why,
+                            clock_start,
+                        )
+                        .await?,
+                    ));
                 }
             }
         };
@@ -836,6 +855,12 @@ async fn run_joined<W: Workload>(
         }
     };
     let ended = SystemTime::now();
+    // The clock's bound at the end, for one loader of several (off the runtime: it
+    // may run chronyc).
+    let clock_end = match fleet {
+        Some(_) => Some(ClockBound::read_off_runtime().await),
+        None => None,
+    };
     let result = CellResult {
         head: CellHead::new(
             s,
@@ -879,6 +904,9 @@ async fn run_joined<W: Workload>(
                         member.as_deref(),
                         Some(start_us),
                         clock_start.clone(),
+                        clock_end
+                            .clone()
+                            .unwrap_or_else(|| ClockBound::unknown("not read")),
                         abandoned.clone(),
                     ))
                 })

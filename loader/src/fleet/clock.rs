@@ -32,27 +32,58 @@ impl ClockBound {
         }
     }
 
-    /// Read the bound now (chrony, then the kernel).
+    /// Read the bound now (chrony, then the kernel). Blocking: from async code use
+    /// [`ClockBound::read_off_runtime`].
     pub fn read() -> ClockBound {
         if let Some(b) = chrony() {
             return b;
         }
         kernel()
     }
+
+    /// [`ClockBound::read`] on the runtime's blocking pool, so a slow `chronyc` never
+    /// holds a worker.
+    pub async fn read_off_runtime() -> ClockBound {
+        tokio::task::spawn_blocking(ClockBound::read)
+            .await
+            .unwrap_or_else(|e| ClockBound::unknown(format!("reading the clock failed: {e}")))
+    }
 }
 
-/// The bound from `chronyc -c tracking`, when chrony is there and answers.
+/// How long chrony has to answer before its bound is taken as unknown.
+pub const CHRONYC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The bound from `chronyc -c tracking`, when chrony is there and answers within
+/// [`CHRONYC_TIMEOUT`] (a hung chronyd must not hold a loader's start).
 fn chrony() -> Option<ClockBound> {
-    let out = std::process::Command::new("chronyc")
+    use std::io::Read as _;
+    let mut child = std::process::Command::new("chronyc")
         .args(["-c", "tracking"])
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    if !out.status.success() {
+    let deadline = std::time::Instant::now() + CHRONYC_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    if !status.success() {
         return None;
     }
-    parse_chrony(&String::from_utf8_lossy(&out.stdout))
+    let mut text = String::new();
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    parse_chrony(&text)
 }
 
 /// `chronyc -c tracking`: ref id, name, stratum, ref time, system time offset (s),

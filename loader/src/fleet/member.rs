@@ -128,7 +128,7 @@ impl Member {
             count: spec.share.count,
             digest,
             host: host.clone(),
-            clock: ClockBound::read(),
+            clock: ClockBound::read_off_runtime().await,
         };
         let body = serde_json::to_vec(&join).expect("serialisable");
         // The other loaders may start before loader 0 listens: retry until the
