@@ -93,14 +93,6 @@ impl fmt::Display for Outcome {
 #[error("unknown outcome {0:?}: expected one of PASS, FAIL, VOID, REFUSED, INTERRUPTED, SHARE, ABANDONED")]
 pub struct UnknownOutcome(pub String);
 
-// TRANSITIONAL (removed before this change lands): the gate's module still compares
-// outcomes by name while another change to it is under way.
-impl PartialEq<&str> for Outcome {
-    fn eq(&self, other: &&str) -> bool {
-        self.name() == *other
-    }
-}
-
 impl FromStr for Outcome {
     type Err = UnknownOutcome;
 
