@@ -22,17 +22,50 @@ fn command_at_top(text: &str) -> Vec<String> {
         .split_once("```")
         .expect("the block ends")
         .0;
-    let words: Vec<String> = block
-        .replace("\\\n", " ")
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let words = shell_words(&block.replace("\\\n", " "));
     assert_eq!(
         words.first().map(String::as_str),
         Some("crossbench"),
         "{block}"
     );
     words[1..].to_vec()
+}
+
+/// Split a command line as a shell would for the forms the pages use: words
+/// separated by blanks, `"…"` quoting (with `\"` and `\\` inside) kept as one word.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut w = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => w.extend(chars.next()),
+                        q => w.push(q),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut w));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                w.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(w);
+    }
+    words
 }
 
 /// Every page of docs/ that says it is generated.

@@ -63,6 +63,58 @@ pub struct CellResult {
     /// Present when the system refused the topology (`outcome: REFUSED`).
     #[serde(default)]
     pub refused: Option<Refused>,
+    /// The build that wrote the record.
+    #[serde(default)]
+    pub crossbench: Build,
+    /// Whether the load was held (records since 2026-12; `None` before).
+    #[serde(default)]
+    pub load: Option<Load>,
+    /// Stream cells: the partition space and what was created of it.
+    #[serde(default)]
+    pub partitions: Option<Partitions>,
+    /// The system's own counters (`pgmq_rows_deferred`, …), by name.
+    #[serde(default)]
+    pub broker_stats: std::collections::BTreeMap<String, u64>,
+}
+
+/// The crossbench build that wrote a record.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Build {
+    pub version: String,
+    /// The commit, `-dirty` appended when the working tree had changes.
+    pub git_commit: String,
+}
+
+impl Build {
+    /// Built from a working tree with uncommitted changes: no commit names what ran.
+    pub fn is_dirty(&self) -> bool {
+        self.git_commit.ends_with("-dirty")
+    }
+}
+
+/// The load verdict (docs/record.md, `load`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Load {
+    /// `HELD` or `NOT-HELD`.
+    pub verdict: String,
+    pub held: bool,
+    pub reasons: Vec<String>,
+    pub served_in_window: f64,
+    pub served_min: f64,
+    pub exploratory: bool,
+}
+
+/// A stream cell's partition space, and what was created of it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Partitions {
+    pub space: u64,
+    pub created: u64,
+    /// Partitions created per second while the rated window ran (0: the space was
+    /// complete before it).
+    pub created_per_sec_rated: f64,
 }
 
 /// What a system refused at setup, in its own words (docs/record.md).

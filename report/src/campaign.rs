@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::cell::CellRecord;
 use crate::error::ReportError;
 use crate::format::{ms, num, pct};
-use crate::stats::{median_ci, Interval, Outcomes, DEFAULT_RESAMPLES};
+use crate::stats::{coverage, median_ci, Interval, Outcomes, DEFAULT_RESAMPLES};
 use crate::table::Table;
 
 /// The seed of every interval the report computes (written next to them).
@@ -164,24 +164,34 @@ impl CampaignView {
     }
 }
 
-/// `172.0 [165.1, 181.2]`, `172.0 (one repeat: no interval)`, or `—`.
+/// `172.0 [165.1, 181.2]` (a 95 % interval), `172.0 [165.1, 181.2] (≤ 75 %)` (an
+/// interval from too few repeats to cover 95 %: [`crate::stats::coverage`]),
+/// `172.0 (one repeat: no interval)`, or `—`.
 pub fn with_ci(i: Option<Interval>, fmt: impl Fn(Option<f64>) -> String) -> String {
     match i {
         // One observation has no interval; printing [x, x] would claim a certainty
         // that one repeat cannot give.
         Some(i) if i.n < 2 => format!("{} (one repeat: no interval)", fmt(Some(i.estimate))),
-        Some(i) => format!(
-            "{} [{}, {}]",
-            fmt(Some(i.estimate)),
-            fmt(Some(i.low)),
-            fmt(Some(i.high))
-        ),
+        Some(i) => {
+            let level = if coverage::nominal_stands(&i) {
+                String::new()
+            } else {
+                format!(" (≤ {:.0} %)", 100.0 * coverage::stated_level(&i))
+            };
+            format!(
+                "{} [{}, {}]{level}",
+                fmt(Some(i.estimate)),
+                fmt(Some(i.low)),
+                fmt(Some(i.high))
+            )
+        }
         None => "—".into(),
     }
 }
 
 /// The campaign's table: per arm, its outcomes and the medians of its headline
-/// figures over the PASS repeats, each with its 95 % interval.
+/// figures over the PASS repeats, each with its interval (95 %, or the less that few
+/// repeats can cover, marked).
 pub fn table(c: &CampaignView) -> Table {
     let mut t = Table::new(
         format!("campaign {} ({}, {} repeats)", c.name, c.status, c.repeats),
@@ -197,7 +207,7 @@ pub fn table(c: &CampaignView) -> Table {
         ],
     );
     t.notes.push(format!(
-        "medians over the PASS repeats of each arm, with their {:.0} % percentile-bootstrap intervals ({} resamples, seed {CI_SEED:#x}); VOID, FAIL and REFUSED repeats are counted, never averaged in",
+        "medians over the PASS repeats of each arm, with their {:.0} % percentile-bootstrap intervals ({} resamples, seed {CI_SEED:#x}), marked (≤ x %) where too few repeats cover less (the range of n repeats covers the median with probability 1 − 2^(1−n)); served: the rated demand delivered within the rated window, at most 100 %; VOID, FAIL and REFUSED repeats are counted, never averaged in",
         100.0 * CI_LEVEL,
         DEFAULT_RESAMPLES
     ));
@@ -226,7 +236,7 @@ pub fn table(c: &CampaignView) -> Table {
                 a.median(|r| Some(r.result.throughput.deliveries_per_sec)),
                 |x| num(x, 0),
             ),
-            with_ci(a.median(|r| Some(r.result.throughput.served_fraction)), pct),
+            with_ci(a.median(|r| Some(r.served_in_window())), pct),
             with_ci(a.median(|r| r.system_cores()), |x| {
                 x.map_or("—".into(), |v| format!("{v:.2}"))
             }),

@@ -2,8 +2,9 @@
 //! tier, properties and lanes), the highest rate that held, the resource that
 //! bound the next step up, and the first symptom there.
 //!
-//! A cell **held** when it PASSed (not FAIL, not VOID), served at least 97 % of the
-//! demanded deliveries, shed nothing and kept the worse flow's e2e p99 under 5 s.
+//! A cell **held** when it PASSed (not FAIL, not VOID), served at least 97 % (the
+//! rated demand delivered in the rated window), shed nothing and kept the worse flow's
+//! e2e p99 under 5 s.
 //! A cell a ceiling search ran is judged as that search judged it instead (its
 //! `--served` in the rated window and its `--p99-max`, in `ceiling.json`), so that the
 //! per-sweep table and the search's interval never name different ceilings for the
@@ -47,10 +48,10 @@ pub fn symptom(c: &CellRecord) -> Option<String> {
     if c.shed() > 0 {
         return Some(format!("shed {} events at publish", c.shed()));
     }
-    if r.throughput.served_fraction < SERVED_MIN {
+    if c.served_in_window() < SERVED_MIN {
         return Some(format!(
-            "served {} of demanded deliveries",
-            pct(Some(r.throughput.served_fraction))
+            "served {} in the rated window",
+            pct(Some(c.served_in_window()))
         ));
     }
     match c.e2e(99) {

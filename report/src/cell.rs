@@ -163,12 +163,32 @@ impl CellRecord {
         self.result.flows.values().map(|f| f.shed + f.failed).sum()
     }
 
-    /// The share of the demand served while the rated window ran: a pipeline cell's
-    /// `window_served_fraction` (older records: its `served_fraction`), a stream
-    /// cell's `served_fraction` (consumed in the window ÷ offered).
+    /// **Served**, the one definition every table uses (docs/record.md): the share of
+    /// the rated demand delivered within the rated window, at most 100 %. A pipeline
+    /// cell's `window_served_fraction` (older records: its `served_fraction`), a stream
+    /// cell's `served_fraction` (consumed in the window ÷ offered). Deliveries of
+    /// warm-up events that land in the window can lift the raw figure a little above
+    /// 1; the demand cannot be served more than once, so it is capped.
     pub fn served_in_window(&self) -> f64 {
         let t = &self.result.throughput;
-        t.window_served_fraction.unwrap_or(t.served_fraction)
+        t.window_served_fraction
+            .unwrap_or(t.served_fraction)
+            .min(1.0)
+    }
+
+    /// Whether the cell held its load: its record's `load.held`; for records before
+    /// the load verdict, served at least [`cell_record::held::SERVED_MIN`] with
+    /// nothing shed or failed. A cell without a measurement (REFUSED, ABANDONED) did
+    /// not.
+    pub fn held(&self) -> bool {
+        match &self.result.load {
+            Some(l) => l.held,
+            None => {
+                !self.is_refused()
+                    && self.served_in_window() >= cell_record::held::SERVED_MIN
+                    && self.shed() == 0
+            }
+        }
     }
 
     /// The worse of the two flows' end-to-end percentile (`q` = 50, 95, 99); a

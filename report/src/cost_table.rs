@@ -56,7 +56,7 @@ fn row(c: &CellRecord) -> Vec<String> {
         count(Some(c.ordered_lanes())),
         count(Some(r.provisioned.physical_queues)),
         count(Some(r.provisioned.consumer_members)),
-        pct(Some(r.throughput.served_fraction)),
+        pct(Some(c.served_in_window())),
         num(c.system_cores(), 2),
         num(c.system_peak_rss().map(|b| b / 1_048_576.0), 0),
         num(c.disk_bytes_per_event(), 0),

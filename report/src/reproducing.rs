@@ -121,7 +121,7 @@ fn summary_row(
         ms(Some(a.p99_ms)),
         p.figures.verdict,
         c.result.outcome,
-        pct(Some(c.result.throughput.served_fraction)),
+        pct(Some(c.served_in_window())),
     );
 }
 
@@ -232,8 +232,10 @@ pub fn render_campaign(
         "Every published cell of `results/published/`, the command that reproduces its shape on this machine \
 (scaled: this machine has far fewer cores than the published rigs, so rates, lanes and durations are cut \
 and each cell says how), and what came out beside what was published: each figure is the **median over \
-the repeats** of the campaign `{}` ({} repeats per cell, run in an interleaved order) with its **95 % \
-bootstrap interval**. Repeats that were VOID (the loader was the limit), FAIL or REFUSED are counted, \
+the repeats** of the campaign `{}` ({} repeats per cell, interleaved within each sitting) with its \
+**percentile-bootstrap interval**: nominally 95 %, but an interval from n repeats never covers more than \
+the range of n does, 1 − 2^(1−n) (75 % for 3), and is marked `(≤ 75 %)` then. **Served** is the rated \
+demand delivered within the rated window, at most 100 % (docs/record.md). Repeats that were VOID (the loader was the limit), FAIL or REFUSED are counted, \
 never averaged in. \"not run here\" means the campaign has no arm for it.\n",
         campaign.name, campaign.repeats
     );
@@ -296,7 +298,7 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
                 with_ci(a.median(|c| Some(c.headline_e2e().p99_ms)), ms),
                 p.figures.verdict,
                 a.outcomes.label(),
-                with_ci(a.median(|c| Some(c.result.throughput.served_fraction)), pct),
+                with_ci(a.median(|c| Some(c.served_in_window())), pct),
                 hosts(&a.cells),
             );
         }

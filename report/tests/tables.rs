@@ -210,7 +210,7 @@ fn ceiling_is_the_highest_rate_that_held_and_names_the_next_symptom() {
     assert_eq!(t.get(key, "bound by"), Some("CPU (1.90 of 2 cores)"));
     assert_eq!(
         t.get(key, "first symptom"),
-        Some("served 80 % of demanded deliveries")
+        Some("served 80 % in the rated window")
     );
     assert_eq!(t.get(key, "rates tried"), Some("200 300 450✗ 600✗"));
 }

@@ -109,13 +109,14 @@ pub fn expand(file: &CampaignFile, path: &Path) -> Result<Vec<Arm>, CampaignErro
         expand_published(file, path, p, &mut arms)?;
     }
     for (i, f) in file.findings.iter().enumerate() {
-        for k in &f.checks {
-            let (a, b) = match k {
-                report::findings::Check::Ratio { a, b, .. } => (a, b),
-                report::findings::Check::Failures { a, b } => (a, b),
-            };
-            for id in [a, b] {
-                if !arms.iter().any(|x| &x.id == id) {
+        f.validate().map_err(|message| CampaignError::Invalid {
+            path: path.display().to_string(),
+            field: format!("findings[{i}] ({})", f.id),
+            message,
+        })?;
+        {
+            for id in f.arms() {
+                if !arms.iter().any(|x| x.id == id) {
                     return Err(CampaignError::Invalid {
                         path: path.display().to_string(),
                         field: format!("findings[{i}] ({})", f.id),

@@ -121,21 +121,71 @@ pub fn ceiling(a: CeilingArgs) -> anyhow::Result<Exit> {
 #[derive(Debug, Args)]
 pub struct FindingsArgs {
     /// A campaign's directory (its campaign.json names the campaign file whose
-    /// `findings` are checked).
-    pub dir: PathBuf,
+    /// `findings` are checked), or several: the sittings of one campaign file, each
+    /// judged on its own and then combined.
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
     /// The campaign file, when it is no longer where campaign.json says.
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Write the page here (e.g. docs/findings.md) instead of stdout.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// What the page must say about sitting N (1 = the first directory), e.g. a
+    /// condition that differed: `--note "2=Queen's database never vacuumed"`.
+    #[arg(long = "note", value_name = "N=TEXT")]
+    pub notes: Vec<String>,
 }
 
 pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
     use anyhow::Context;
-    let rec = crate::campaign::record::CampaignRecord::read(&a.dir)
-        .map_err(|e| crate::cli::BadInput(format!("{}: {e:#}", a.dir.display())))?;
-    let file = a.file.clone().unwrap_or(rec.file.clone());
+    let mut sittings = Vec::new();
+    let mut file: Option<PathBuf> = a.file.clone();
+    for (i, dir) in a.dirs.iter().enumerate() {
+        let rec = crate::campaign::record::CampaignRecord::read(dir)
+            .map_err(|e| crate::cli::BadInput(format!("{}: {e:#}", dir.display())))?;
+        match &file {
+            None => file = Some(rec.file.clone()),
+            // Sittings of one campaign file: the same campaign name.
+            Some(_) if a.file.is_none() && i > 0 => {
+                let first = crate::campaign::record::CampaignRecord::read(&a.dirs[0])
+                    .map_err(|e| crate::cli::BadInput(format!("{}: {e:#}", a.dirs[0].display())))?;
+                if rec.campaign != first.campaign {
+                    return Err(crate::cli::BadInput(format!(
+                        "{} is a sitting of campaign `{}`, {} of `{}`: sittings must be of one campaign file",
+                        dir.display(),
+                        rec.campaign,
+                        a.dirs[0].display(),
+                        first.campaign
+                    ))
+                    .into());
+                }
+            }
+            Some(_) => {}
+        }
+        let view = report::campaign::CampaignView::load(dir)
+            .with_context(|| format!("reading the campaign in {}", dir.display()))?;
+        sittings.push(report::findings::sittings::Sitting::new(
+            format!("sitting {}", i + 1),
+            view,
+        ));
+    }
+    let count = sittings.len();
+    for n in &a.notes {
+        let bad = || {
+            crate::cli::BadInput(format!(
+                "--note {n:?}: expected N=TEXT with N a sitting's number, 1 to {count}"
+            ))
+        };
+        let (k, text) = n.split_once('=').ok_or_else(bad)?;
+        let k: usize = k.trim().parse().map_err(|_| bad())?;
+        let st = k
+            .checked_sub(1)
+            .and_then(|i| sittings.get_mut(i))
+            .ok_or_else(bad)?;
+        st.note = text.trim().to_string();
+    }
+    let file = file.expect("at least one directory");
     let cf = crate::campaign::file::CampaignFile::load(&file)?;
     if cf.findings.is_empty() {
         return Err(crate::cli::BadInput(format!(
@@ -144,13 +194,18 @@ pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
         ))
         .into());
     }
-    let view = report::campaign::CampaignView::load(&a.dir).context("reading the campaign")?;
-    let mut command = format!("crossbench findings {}", a.dir.display());
+    let mut command = "crossbench findings".to_string();
+    for d in &a.dirs {
+        command.push_str(&format!(" {}", d.display()));
+    }
+    for n in &a.notes {
+        command.push_str(&format!(" --note {n:?}"));
+    }
     if let Some(o) = &a.out {
         command.push_str(&format!(" --out {}", o.display()));
     }
-    let text =
-        report::findings::render(&view, &cf.findings, &command).map_err(crate::cli::BadInput)?;
+    let text = report::findings::render(&sittings, &cf.findings, &command)
+        .map_err(crate::cli::BadInput)?;
     match &a.out {
         Some(p) => {
             std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;

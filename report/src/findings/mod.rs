@@ -1,7 +1,16 @@
 //! Findings: the published pages' claims, each as a pair (or series) of campaign
 //! arms whose direction is the claim, judged here as **holds**, **does not hold** or
-//! **inconclusive** from the measured ratio and its interval (docs/findings.md is
-//! generated from a findings campaign by `crossbench findings`).
+//! **inconclusive** from the measured ratio and its interval, or **not testable here**
+//! when its preconditions fail ([`requires`]); judged per sitting and combined across
+//! sittings ([`sittings`]). docs/findings.md is generated from the sittings of a
+//! findings campaign by `crossbench findings`.
+//!
+//! A verdict rests only on repeats that held their load, unless the finding says why
+//! repeats that did not may count (`not_held`): a median over an overloaded repeat
+//! compares a backlog, not the system's answer to the question.
+
+pub mod requires;
+pub mod sittings;
 
 use std::fmt::Write as _;
 
@@ -9,7 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::campaign::{ArmView, CampaignView, CI_LEVEL, CI_SEED};
 use crate::cell::CellRecord;
-use crate::stats::{fisher_greater, ratio_ci, Interval, DEFAULT_RESAMPLES};
+use crate::stats::{coverage, fisher_greater, ratio_ci, Interval, DEFAULT_RESAMPLES};
+
+pub use requires::Requirement;
 
 /// A published claim and how to check it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -23,11 +34,48 @@ pub struct Finding {
     #[serde(default)]
     pub source: String,
     pub checks: Vec<Check>,
+    /// The conditions under which the question can be asked here ([`requires`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<Requirement>,
+    /// Why repeats that did not hold their load may count in this finding's ratios
+    /// (empty: they do not).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub not_held: String,
+    /// crossbench's own finding, not one of the published pages': listed apart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own: bool,
+    /// How the finding is scaled against the seed here (rate, lanes, window, cores)
+    /// and which products are compared: shown under its title.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scaling: String,
     /// Why the finding does not hold here, or is inconclusive, as far as it was
     /// measured: our words, naming where the evidence is. The page shows it under a
     /// verdict other than **holds** ([`why_line`]).
     #[serde(default)]
     pub why: String,
+}
+
+impl Finding {
+    /// Every arm the finding reads: its checks' and its preconditions'.
+    pub fn arms(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = Vec::new();
+        for k in &self.checks {
+            let (a, b) = match k {
+                Check::Ratio { a, b, .. } | Check::Failures { a, b } => (a, b),
+            };
+            v.extend([a.as_str(), b.as_str()]);
+        }
+        v.extend(self.requires.iter().map(|r| r.arm.as_str()));
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Whether the finding says something checkable: its preconditions each name a
+    /// condition.
+    pub fn validate(&self) -> Result<(), String> {
+        self.requires.iter().try_for_each(Requirement::validate)
+    }
 }
 
 /// One check: a ratio of two arms' medians with an expected direction, or failures
@@ -65,6 +113,17 @@ pub enum Metric {
     DeliveriesPerSec,
     WindowServedFraction,
     SystemCores,
+    /// Stream cells: partitions created ÷ the space (1: every partition existed).
+    PartitionsCreatedFraction,
+    /// Stream cells: partitions created per second inside the rated window (0: the
+    /// space was complete before it).
+    PartitionsCreatedPerSecRated,
+    /// pgmq: rows the adapter's in-flight key guard deferred (two readers raced for a
+    /// key; the guard kept the second from processing it).
+    PgmqRowsDeferred,
+    /// 1 for a repeat the checker failed (a loss, reorder or duplicate reached it), 0
+    /// for one it passed; read by preconditions (`stat: max`: in at least one repeat).
+    CheckerFailed,
 }
 
 impl Metric {
@@ -83,6 +142,27 @@ impl Metric {
             Metric::DeliveriesPerSec => Some(t.deliveries_per_sec),
             Metric::WindowServedFraction => Some(c.served_in_window()),
             Metric::SystemCores => c.system_cores(),
+            Metric::PartitionsCreatedFraction => c
+                .result
+                .partitions
+                .as_ref()
+                .filter(|p| p.space > 0)
+                .map(|p| p.created as f64 / p.space as f64),
+            Metric::PartitionsCreatedPerSecRated => c
+                .result
+                .partitions
+                .as_ref()
+                .map(|p| p.created_per_sec_rated),
+            Metric::PgmqRowsDeferred => c
+                .result
+                .broker_stats
+                .get("pgmq_rows_deferred")
+                .map(|&n| n as f64),
+            Metric::CheckerFailed => match c.result.outcome {
+                cell_record::Outcome::Fail => Some(1.0),
+                cell_record::Outcome::Pass => Some(0.0),
+                _ => None,
+            },
         }
     }
 
@@ -94,6 +174,12 @@ impl Metric {
             Metric::DeliveriesPerSec => "deliveries/s of rated events",
             Metric::WindowServedFraction => "served in the rated window",
             Metric::SystemCores => "system cores",
+            Metric::PartitionsCreatedFraction => "partitions created of the space",
+            Metric::PartitionsCreatedPerSecRated => {
+                "partitions created per second in the rated window"
+            }
+            Metric::PgmqRowsDeferred => "rows pgmq's in-flight guard deferred",
+            Metric::CheckerFailed => "repeats the checker failed (1) or passed (0)",
         }
     }
 }
@@ -118,6 +204,10 @@ pub enum Judgement {
     Inconclusive,
     /// An arm did not run here (e.g. no Queen server).
     NotRun,
+    /// Its preconditions failed: the question cannot be asked with these records.
+    NotTestable,
+    /// Sittings that judged it disagree ([`sittings::combine`]).
+    Varies,
 }
 
 impl Judgement {
@@ -127,6 +217,8 @@ impl Judgement {
             Judgement::DoesNotHold => "does not hold",
             Judgement::Inconclusive => "inconclusive",
             Judgement::NotRun => "not run here",
+            Judgement::NotTestable => "not testable here",
+            Judgement::Varies => "varies between sittings",
         }
     }
 }
@@ -171,7 +263,9 @@ pub fn judge_ratio(i: &Interval, expect: Direction, tolerance: f64) -> Judgement
     }
 }
 
-pub fn check(c: &CampaignView, k: &Check) -> Result<CheckResult, String> {
+/// Judge one check on campaign `c`. Ratios use the PASS repeats that held their load,
+/// or every PASS repeat when `with_not_held` (the finding's `not_held` says why).
+pub fn check(c: &CampaignView, k: &Check, with_not_held: bool) -> Result<CheckResult, String> {
     match k {
         Check::Ratio {
             metric,
@@ -193,13 +287,29 @@ pub fn check(c: &CampaignView, k: &Check) -> Result<CheckResult, String> {
                     ratio: None,
                 });
             }
-            let (va, vb) = (aa.values(|r| metric.read(r)), bb.values(|r| metric.read(r)));
+            let take = |arm: &ArmView| -> (Vec<f64>, usize) {
+                let pass: Vec<&CellRecord> = arm.passed().collect();
+                let kept: Vec<f64> = pass
+                    .iter()
+                    .filter(|c| with_not_held || c.held())
+                    .filter_map(|c| metric.read(c))
+                    .collect();
+                let left_out = pass.iter().filter(|c| !with_not_held && !c.held()).count();
+                (kept, left_out)
+            };
+            let ((va, la), (vb, lb)) = (take(aa), take(bb));
+            let left_out = match (la, lb) {
+                (0, 0) => String::new(),
+                _ => format!(
+                    "; left out, not having held their load: {la} PASS repeats of `{a}`, {lb} of `{b}`"
+                ),
+            };
             let ci = ratio_ci(&va, &vb, CI_LEVEL, DEFAULT_RESAMPLES, CI_SEED);
             let Some(i) = ci else {
                 return Ok(CheckResult {
                     judgement: Judgement::Inconclusive,
                     measured: format!(
-                        "no ratio: {} PASS repeats of `{a}` ({}), {} of `{b}` ({})",
+                        "no ratio: {} usable repeats of `{a}` ({}), {} of `{b}` ({}){left_out}",
                         va.len(),
                         aa.outcomes.label(),
                         vb.len(),
@@ -216,13 +326,15 @@ pub fn check(c: &CampaignView, k: &Check) -> Result<CheckResult, String> {
             Ok(CheckResult {
                 judgement: judge_ratio(&i, *expect, *tolerance),
                 measured: format!(
-                    "{} `{a}` ÷ `{b}` = {:.3} [{:.3}, {:.3}] (expected {expected}; {} vs {} PASS repeats){}",
+                    "{} `{a}` ÷ `{b}` = {:.3} [{:.3}, {:.3}] (interval: {}; expected {expected}; {} vs {} repeats{}){left_out}{}",
                     metric.name(),
                     i.estimate,
                     i.low,
                     i.high,
+                    coverage::level_label(&i),
                     va.len(),
                     vb.len(),
+                    if with_not_held { ", whether or not they held" } else { " that held" },
                     published_ratio.map_or(String::new(), |p| format!("; published ratio {p:.3}"))
                 ),
                 ratio: Some(i),
@@ -311,17 +423,64 @@ pub fn overall(results: &[Judgement]) -> Judgement {
 /// never left to look explained.
 pub fn why_line(o: Judgement, why: &str) -> Option<String> {
     match o {
-        Judgement::Holds | Judgement::NotRun => None,
-        Judgement::DoesNotHold | Judgement::Inconclusive => Some(if why.trim().is_empty() {
-            "Why: not examined (the campaign file gives no reason).".to_string()
-        } else {
-            format!("Why: {}", why.trim())
-        }),
+        Judgement::Holds | Judgement::NotRun | Judgement::NotTestable => None,
+        Judgement::DoesNotHold | Judgement::Inconclusive | Judgement::Varies => {
+            Some(if why.trim().is_empty() {
+                "Why: not examined (the campaign file gives no reason).".to_string()
+            } else {
+                format!("Why: {}", why.trim())
+            })
+        }
     }
 }
 
-/// docs/findings.md.
-pub fn render(c: &CampaignView, findings: &[Finding], command: &str) -> Result<String, String> {
+/// How one finding came out in one sitting.
+#[derive(Debug, Clone)]
+pub struct FindingResult {
+    pub judgement: Judgement,
+    /// Each precondition, met or not, with its figures.
+    pub preconditions: Vec<requires::RequirementResult>,
+    /// Each check; when a precondition failed, what they would have read (not
+    /// judged).
+    pub checks: Vec<CheckResult>,
+}
+
+/// Judge finding `f` on one sitting `c`: its preconditions first (a failed one makes
+/// it **not testable here**, whatever the checks read), then its checks.
+pub fn judge(c: &CampaignView, f: &Finding) -> Result<FindingResult, String> {
+    let preconditions = f
+        .requires
+        .iter()
+        .map(|r| requires::evaluate(c, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let checks = f
+        .checks
+        .iter()
+        .map(|k| check(c, k, !f.not_held.trim().is_empty()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let js: Vec<Judgement> = checks.iter().map(|r| r.judgement).collect();
+    let judgement = if js.contains(&Judgement::NotRun) {
+        Judgement::NotRun
+    } else if preconditions.iter().any(|p| !p.met) {
+        Judgement::NotTestable
+    } else {
+        overall(&js)
+    };
+    Ok(FindingResult {
+        judgement,
+        preconditions,
+        checks,
+    })
+}
+
+/// docs/findings.md, from one sitting or several of the same campaign file.
+pub fn render(
+    sittings: &[sittings::Sitting],
+    findings: &[Finding],
+    command: &str,
+) -> Result<String, String> {
+    let first = sittings.first().ok_or("no sitting given")?;
+    let c = &first.view;
     let mut s = String::new();
     let _ = writeln!(s, "# The published findings, checked here\n");
     let _ = writeln!(
@@ -331,23 +490,52 @@ pub fn render(c: &CampaignView, findings: &[Finding], command: &str) -> Result<S
     );
     let _ = writeln!(
         s,
-        "Each finding of the published pages, as a pair (or series) of arms of the campaign `{}` ({} repeats per arm, interleaved order, status {}), judged by the measured ratio of the arms' medians and its 95 % bootstrap interval: **holds** when the interval lies on the finding's side, **does not hold** when it lies on the other side, **inconclusive** when it straddles. Figures are medians over PASS repeats; VOID, FAIL and REFUSED repeats are counted, never averaged in. A finding that does not hold here is a result, not an error: this is a 2-core machine where the system and the loader share the cores, far from the published rigs.\n",
-        c.name, c.repeats, c.status
+        "Each finding of the published pages, as a pair (or series) of arms of the campaign `{}` ({} repeats per arm, interleaved within each sitting), judged by the measured ratio of the arms' medians and its percentile-bootstrap interval: **holds** when the interval lies on the finding's side, **does not hold** when it lies on the other side, **inconclusive** when it straddles. The interval is nominally 95 %; from n repeats it cannot cover more than the range of n does, 1 − 2^(1−n) (75 % for 3, 94 % for 5), and it says so. Before any check, a finding's **preconditions** are checked from the records: where they fail, the question cannot be asked here and the finding is **not testable here**, with the figures that failed it, never \"does not hold\". Figures are medians over PASS repeats that held their load (a finding that lets repeats that did not hold count says why); VOID, FAIL and REFUSED repeats are counted, never averaged in. **Served** is the rated demand delivered within the rated window, at most 100 % (docs/record.md).\n",
+        c.name, c.repeats
+    );
+    let _ = writeln!(
+        s,
+        "Each **sitting** is one whole run of the campaign on one machine; a finding is judged in each sitting that holds all its arms, and its arms never mix sittings. The combined verdict is the sittings' when they agree and **varies between sittings** otherwise: a verdict that holds in one sitting and not the next is not a finding. This is a 2-core machine where the system and the loader share the cores, far from the published rigs; a finding that does not hold here is a result, not an error.\n"
     );
     let _ = writeln!(s, "Generated by:\n\n```sh\n{command}\n```\n");
+    s.push_str(&sittings::table(sittings));
+    s.push('\n');
+
     let mut rows = Vec::new();
     let mut body = String::new();
     for f in findings {
-        let mut judgements = Vec::new();
-        let mut lines = Vec::new();
-        for k in &f.checks {
-            let r = check(c, k)?;
-            judgements.push(r.judgement);
-            lines.push(format!("- {}: {}", r.judgement.text(), r.measured));
-        }
-        let o = overall(&judgements);
-        rows.push(format!("| {} | {} | **{}** |", f.id, f.title, o.text()));
-        let _ = writeln!(body, "## {}: {}\n", f.id, f.title);
+        let per: Vec<Option<FindingResult>> = sittings
+            .iter()
+            .map(|st| match st.holds_arms(f) {
+                true => judge(&st.view, f).map(Some),
+                false => Ok(None),
+            })
+            .collect::<Result<_, _>>()?;
+        let combined = sittings::combine(
+            &per.iter()
+                .map(|r| r.as_ref().map(|r| r.judgement))
+                .collect::<Vec<_>>(),
+        );
+        let cols: Vec<String> = per
+            .iter()
+            .map(|r| {
+                r.as_ref().map_or("not in this sitting".into(), |r| {
+                    r.judgement.text().to_string()
+                })
+            })
+            .collect();
+        let title = match f.own {
+            true => format!("{} *(crossbench's own, not a published finding)*", f.title),
+            false => f.title.clone(),
+        };
+        rows.push(format!(
+            "| {} | {} | {} | **{}** |",
+            f.id,
+            title,
+            cols.join(" | "),
+            combined.text()
+        ));
+        let _ = writeln!(body, "## {}: {}\n", f.id, title);
         if !f.published.is_empty() {
             let _ = writeln!(
                 body,
@@ -360,16 +548,63 @@ pub fn render(c: &CampaignView, findings: &[Finding], command: &str) -> Result<S
                 }
             );
         }
-        let _ = writeln!(body, "Here: **{}**\n", o.text());
-        for l in lines {
-            let _ = writeln!(body, "{l}");
+        if !f.scaling.trim().is_empty() {
+            let _ = writeln!(body, "Scaled here: {}\n", f.scaling.trim());
         }
-        if let Some(w) = why_line(o, &f.why) {
-            let _ = writeln!(body, "\n{w}");
+        let _ = writeln!(body, "Here: **{}**\n", combined.text());
+        for (st, r) in sittings.iter().zip(&per) {
+            let Some(r) = r else {
+                let _ = writeln!(
+                    body,
+                    "{}: not in this sitting (it lacks an arm of the finding).\n",
+                    st.label
+                );
+                continue;
+            };
+            let _ = writeln!(
+                body,
+                "{} ({}): **{}**\n",
+                st.label,
+                st.facts.short(),
+                r.judgement.text()
+            );
+            for p in &r.preconditions {
+                let _ = writeln!(
+                    body,
+                    "- precondition {}: {}",
+                    if p.met { "met" } else { "**failed**" },
+                    p.text
+                );
+            }
+            let judged = r.judgement != Judgement::NotTestable;
+            for k in &r.checks {
+                let verdict = if judged {
+                    k.judgement.text()
+                } else {
+                    "not judged"
+                };
+                let _ = writeln!(body, "- {verdict}: {}", k.measured);
+            }
+            body.push('\n');
         }
-        body.push('\n');
+        if !f.not_held.trim().is_empty() {
+            let _ = writeln!(
+                body,
+                "Repeats that did not hold their load count here because: {}\n",
+                f.not_held.trim()
+            );
+        }
+        if let Some(w) = why_line(combined, &f.why) {
+            let _ = writeln!(body, "{w}\n");
+        }
     }
-    let _ = writeln!(s, "| finding | claim | here |\n|---|---|---|");
+    let heads: Vec<String> = sittings.iter().map(|st| st.label.clone()).collect();
+    let _ = writeln!(
+        s,
+        "| finding | claim | {} | combined |\n|---|---|{}---|",
+        heads.join(" | "),
+        "---|".repeat(heads.len())
+    );
     for r in rows {
         let _ = writeln!(s, "{r}");
     }
