@@ -21,7 +21,26 @@ fn virtual_cell(scenario: &str, sets: &[&str]) -> (tempfile::TempDir, String) {
 }
 
 fn main_figures_only(text: &str, dir: &std::path::Path) -> String {
-    text.replace(&dir.display().to_string(), "[DIR]")
+    without_the_build(&text.replace(&dir.display().to_string(), "[DIR]"))
+}
+
+/// Whether this build is dirty is the tree's, not the cell's: its warning line left
+/// out (tests/provenance_record.rs checks it).
+fn without_the_build(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("warning:   DIRTY BUILD:"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// result.json without what depends on the tree it was built from (the dirty warning).
+fn result_without_the_build(dir: &std::path::Path) -> serde_json::Value {
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    if let Some(w) = r["warnings"].as_array_mut() {
+        w.retain(|x| !x.as_str().unwrap_or_default().starts_with("DIRTY BUILD:"));
+    }
+    r
 }
 
 #[test]
@@ -39,10 +58,10 @@ fn smoke_summary_report_and_result_in_virtual_time() {
     insta::with_settings!({filters => vec![(r"(?m)^(\d+),\d+,", "$1,[UNIX_MS],")]}, {
         insta::assert_snapshot!("smoke_report_csv", csv);
     });
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    let r = result_without_the_build(&dir);
     insta::assert_json_snapshot!("smoke_result_json", r, {
         ".crossbench.git_commit" => "[BUILD]",
+        ".crossbench.dirty" => "[BUILD]",
         ".time.started_utc" => "[T]",
         ".time.ended_utc" => "[T]",
         ".time.started_unix_ms" => "[T]",
@@ -77,10 +96,10 @@ fn stream_summary_report_and_result_in_virtual_time() {
     ]}, {
         insta::assert_snapshot!("stream_report_csv", csv);
     });
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    let r = result_without_the_build(&dir);
     insta::assert_json_snapshot!("stream_result_json", r, {
         ".crossbench.git_commit" => "[BUILD]",
+        ".crossbench.dirty" => "[BUILD]",
         ".time.started_utc" => "[T]",
         ".time.ended_utc" => "[T]",
         ".time.started_unix_ms" => "[T]",
