@@ -100,9 +100,6 @@ fn read_loaders(dirs: &[PathBuf]) -> anyhow::Result<Vec<Loader>> {
         })?;
         let result: Value = serde_json::from_str(&text)
             .map_err(|e| bad(format!("{}: not JSON: {e}", p.display())))?;
-        // The record's one reader checks its version and its outcome: an outcome
-        // no crossbench wrote is an error, never taken as a default.
-        cell_record::CellResult::from_value(&p, result.clone()).map_err(|e| bad(e.to_string()))?;
         let index = at(&result, "loaders.index")
             .and_then(Value::as_u64)
             .ok_or_else(|| {
@@ -157,6 +154,12 @@ fn read_loaders(dirs: &[PathBuf]) -> anyhow::Result<Vec<Loader>> {
             "{} directories for a cell of {n} loaders: give every loader's directory",
             loaders.len()
         )));
+    }
+    // The loaders of one cell: the record's one reader checks each one's version and
+    // outcome (an outcome no crossbench wrote is an error, never taken as a default).
+    for l in &loaders {
+        cell_record::CellResult::from_value(&l.dir.join("result.json"), l.result.clone())
+            .map_err(|e| bad(e.to_string()))?;
     }
     Ok(loaders)
 }
