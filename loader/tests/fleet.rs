@@ -603,4 +603,15 @@ fn bad_loader_flags_are_exit_2_with_nothing_written() {
     let (code, text) = merge(&[l1], &tmp.path().join("m2"));
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("loader 0 of 2 is missing"), "{text}");
+    // A loader's record whose outcome no crossbench wrote: an error, not a default.
+    let l0 = tmp.path().join("l0");
+    std::fs::create_dir_all(&l0).unwrap();
+    std::fs::write(
+        l0.join("result.json"),
+        r#"{"schema_version":1,"outcome":"NOT-HELD","cell":"c","loaders":{"index":0,"count":1,"topology":"shared"}}"#,
+    )
+    .unwrap();
+    let (code, text) = merge(&[l0], &tmp.path().join("m3"));
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("unknown outcome \"NOT-HELD\""), "{text}");
 }
