@@ -556,6 +556,49 @@ pub fn judge(
     r
 }
 
+/// What keeps a gate without a confirmed regression from passing, each named in
+/// `reasons`: metrics whose interval reaches beyond τ without significance,
+/// regressions the fresh pairs could not confirm for want of pairs or evidence, and
+/// unstable metrics that moved beyond their floor. Inconclusive when there is any.
+pub fn undecided(results: &[MetricResult], reasons: &mut Vec<String>) -> Verdict {
+    let mut verdict = Verdict::Pass;
+    let names = |f: &dyn Fn(&MetricResult) -> bool| -> Vec<String> {
+        results.iter().filter(|r| f(r)).map(describe).collect()
+    };
+    let inconclusive = names(&|r| r.verdict == MetricVerdict::Inconclusive);
+    if !inconclusive.is_empty() {
+        verdict = Verdict::Inconclusive;
+        reasons.push(format!(
+            "inconclusive, not a pass: {} metric(s) reach beyond τ without a significant test (too few pairs or too much noise to tell): {}",
+            inconclusive.len(),
+            inconclusive.join("; ")
+        ));
+    }
+    let unconfirmed = names(&|r| {
+        r.verdict == MetricVerdict::Regression
+            && r.confirmation
+                .is_some_and(|c| c.verdict == MetricVerdict::Inconclusive)
+    });
+    if !unconfirmed.is_empty() {
+        verdict = Verdict::Inconclusive;
+        reasons.push(format!(
+            "inconclusive: the first stage found a regression the fresh pairs could neither confirm nor clear: {}",
+            unconfirmed.join("; ")
+        ));
+    }
+    if results.iter().any(|r| {
+        r.verdict == MetricVerdict::Unstable
+            && r.ratio.is_some_and(|i| match r.better {
+                Better::Lower => i.low > 1.0 + r.floor(),
+                Better::Higher => i.high < 1.0 - r.floor(),
+            })
+    }) {
+        verdict = Verdict::Inconclusive;
+        reasons.push("an unstable metric (A/A noise above 15 %) moved beyond its floor: this host cannot tell".into());
+    }
+    verdict
+}
+
 /// The gate's overall verdict, and the exit it maps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -1107,6 +1150,59 @@ mod tests {
         q.push((Some(0.0), Some(0.0)));
         let r = one_sided(&q, 0.05);
         assert_eq!((r.pairs, r.n_baseline, r.n_candidate), (7, 8, 7));
+    }
+
+    /// A second stage left with too few pairs (VOID legs) cannot confirm: the
+    /// metric is inconclusive, and so is the gate; one whose fresh pairs contradict
+    /// it (their bound within τ) is not confirmed and does not hold the gate.
+    #[test]
+    fn a_confirmation_without_enough_pairs_is_inconclusive() {
+        let mut first = one_sided(&tied_pairs(5, 45.0, 67.5), 0.05);
+        assert_eq!(first.verdict, MetricVerdict::Regression);
+        // Stage 2: one pair's candidate leg VOID, 4 pairs left (smallest p 1/16).
+        let mut fresh = tied_pairs(5, 45.0, 67.5);
+        fresh[2].1 = None;
+        let again = one_sided(&fresh, 0.05);
+        assert_eq!(again.verdict, MetricVerdict::Inconclusive, "{again:?}");
+        assert!(
+            again.note.as_deref().unwrap().contains("--pairs 5"),
+            "{again:?}"
+        );
+        first.confirmed = Some(again.verdict == MetricVerdict::Regression);
+        first.confirmation = Some(again.stage());
+        let mut reasons = Vec::new();
+        assert_eq!(
+            undecided(std::slice::from_ref(&first), &mut reasons),
+            Verdict::Inconclusive
+        );
+        assert!(
+            reasons[0].contains("could neither confirm nor clear")
+                && reasons[0].contains("e2e_p50_a"),
+            "{reasons:?}"
+        );
+        // Fresh pairs that show no change: not confirmed, nothing undecided.
+        let cleared = one_sided(&tied_pairs(5, 45.0, 45.0), 0.05);
+        first.confirmed = Some(false);
+        first.confirmation = Some(cleared.stage());
+        let mut reasons = Vec::new();
+        assert_eq!(
+            undecided(std::slice::from_ref(&first), &mut reasons),
+            Verdict::Pass
+        );
+        assert!(
+            verdict_text(&first).starts_with("not confirmed"),
+            "{}",
+            verdict_text(&first)
+        );
+        // An inconclusive metric of the first stage holds the gate, named.
+        let mut rng = Rng::new(4);
+        let noisy = one_sided(&pairs(&mut rng, 5, 50.0, 1.2, 0.3), 0.05);
+        let mut reasons = Vec::new();
+        assert_eq!(undecided(&[noisy], &mut reasons), Verdict::Inconclusive);
+        assert!(
+            reasons[0].contains("inconclusive, not a pass"),
+            "{reasons:?}"
+        );
     }
 
     #[test]

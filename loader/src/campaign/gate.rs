@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
+use report::gate::undecided;
 use report::gate::{
     calibrate, judge, tau, Calibration, GateConfig, GateRecord, Leg, Metric, MetricResult,
     MetricVerdict, PairFigures, TestPlan, Verdict, MAX_VOID_SHARE, MIN_PAIRS, SCHEMA_VERSION,
@@ -452,53 +453,6 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
     rt.shutdown_timeout(Duration::from_secs(2));
     let exit = write_outputs(req, &dir, &record)?;
     Ok((exit, dir, record))
-}
-
-/// What keeps a gate without a confirmed regression from passing, each named in
-/// `reasons`: metrics whose interval reaches beyond τ without significance,
-/// regressions the fresh pairs could not confirm for want of pairs or evidence, and
-/// unstable metrics that moved beyond their floor. Inconclusive when there is any.
-fn undecided(results: &[MetricResult], reasons: &mut Vec<String>) -> Verdict {
-    let mut verdict = Verdict::Pass;
-    let names = |f: &dyn Fn(&MetricResult) -> bool| -> Vec<String> {
-        results
-            .iter()
-            .filter(|r| f(r))
-            .map(report::gate::describe)
-            .collect()
-    };
-    let inconclusive = names(&|r| r.verdict == MetricVerdict::Inconclusive);
-    if !inconclusive.is_empty() {
-        verdict = Verdict::Inconclusive;
-        reasons.push(format!(
-            "inconclusive, not a pass: {} metric(s) reach beyond τ without a significant test (too few pairs or too much noise to tell): {}",
-            inconclusive.len(),
-            inconclusive.join("; ")
-        ));
-    }
-    let unconfirmed = names(&|r| {
-        r.verdict == MetricVerdict::Regression
-            && r.confirmation
-                .is_some_and(|c| c.verdict == MetricVerdict::Inconclusive)
-    });
-    if !unconfirmed.is_empty() {
-        verdict = Verdict::Inconclusive;
-        reasons.push(format!(
-            "inconclusive: the first stage found a regression the fresh pairs could neither confirm nor clear: {}",
-            unconfirmed.join("; ")
-        ));
-    }
-    if results.iter().any(|r| {
-        r.verdict == MetricVerdict::Unstable
-            && r.ratio.is_some_and(|i| match r.better {
-                report::gate::Better::Lower => i.low > 1.0 + r.floor(),
-                report::gate::Better::Higher => i.high < 1.0 - r.floor(),
-            })
-    }) {
-        verdict = Verdict::Inconclusive;
-        reasons.push("an unstable metric (A/A noise above 15 %) moved beyond its floor: this host cannot tell".into());
-    }
-    verdict
 }
 
 /// `--baseline DIR --candidate DIR`: two campaign records (or directories of cells)
