@@ -97,7 +97,7 @@ impl Exit {
             Exit::Void => "the loader, not the system, was the limit (pacer skipped events, loader CPU above its cap, or schedule lag above its threshold)",
             Exit::Refused => "the system refused the cell's topology at setup; result.json records its answer",
             Exit::Regression => "`crossbench gate`: the candidate regressed beyond the noise, confirmed by fresh pairs",
-            Exit::Inconclusive => "`crossbench gate`: cannot judge (unstable metrics, too many VOID legs, too few pairs)",
+            Exit::Inconclusive => "`crossbench gate`: cannot judge (a metric whose interval reaches beyond tau without the paired test being significant, a regression the fresh pairs could not confirm or contradict, too many VOID legs)",
             Exit::NotHeld => "PASS, but the cell did not hold its load (served too little, publishes failed or shed, the drain cut short) and the scenario did not call it exploratory",
             Exit::Abandoned => "several loaders: a loader failed, fell silent or never reached the rendezvous, and every loader gave the cell up; each record says which loader and why",
             Exit::Interrupted => "stopped by Ctrl-C (SIGINT): it drained briefly and its record is complete, outcome INTERRUPTED (a second Ctrl-C exits at once and marks the record incomplete; a campaign: `--resume` runs the rest)",
