@@ -75,6 +75,47 @@ pub struct CellResult {
     /// The system's own counters (`pgmq_rows_deferred`, …), by name.
     #[serde(default)]
     pub broker_stats: std::collections::BTreeMap<String, u64>,
+    /// What the system under test said it is (records since 2026-12; `None` before).
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
+}
+
+/// `provenance`: the system's product, version and settings as it reported them at
+/// setup, and the build the scenario states (docs/record.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Provenance {
+    pub schema: u32,
+    pub product: String,
+    /// As the server reports it; `None` when it reports none.
+    pub version: Option<String>,
+    pub build: Option<String>,
+    pub source: String,
+    pub reported: std::collections::BTreeMap<String, String>,
+    pub settings: std::collections::BTreeMap<String, String>,
+    /// Present when the server's version is known not to name the build measured.
+    pub caveat: Option<String>,
+    pub notes: Vec<String>,
+    /// The scenario's `system_build`.
+    pub stated_build: Option<String>,
+}
+
+impl Provenance {
+    /// The product as a comparison names it: `Queen 1.0.0`, `PostgreSQL 15.19`; the
+    /// stated build beside a version known not to name it (`Queen 1.0.0 (build
+    /// ab23212)`), or `(build unstated)` when none was stated.
+    pub fn label(&self) -> String {
+        let mut s = match &self.version {
+            Some(v) => format!("{} {v}", self.product),
+            None => format!("{} (version not reported)", self.product),
+        };
+        match (&self.stated_build, &self.caveat) {
+            (Some(b), _) => s.push_str(&format!(" (build {b})")),
+            (None, Some(_)) => s.push_str(" (build unstated)"),
+            (None, None) => {}
+        }
+        s
+    }
 }
 
 /// The crossbench build that wrote a record.
@@ -84,12 +125,14 @@ pub struct Build {
     pub version: String,
     /// The commit, `-dirty` appended when the working tree had changes.
     pub git_commit: String,
+    /// Records since 2026-12 say it in so many words.
+    pub dirty: Option<bool>,
 }
 
 impl Build {
     /// Built from a working tree with uncommitted changes: no commit names what ran.
     pub fn is_dirty(&self) -> bool {
-        self.git_commit.ends_with("-dirty")
+        self.dirty.unwrap_or(self.git_commit.ends_with("-dirty"))
     }
 }
 

@@ -181,7 +181,7 @@ fn cell_section(
         o = r.outcome,
         verdict = if r.verdict.pass { "PASS" } else { "FAIL" },
     );
-    provenance(s, &c.dir);
+    provenance(s, &c.result);
     let reasons: Vec<&String> = r
         .verdict
         .reasons
@@ -216,68 +216,56 @@ fn cell_section(
 }
 
 /// The cell's builds: the loader's (`crossbench`, flagged when dirty) and the system's
-/// (`provenance`: product, version, the build the scenario states, settings), read
-/// from its result.json (records before 2026-12 have no `provenance`: left out).
-fn provenance(s: &mut String, dir: &Path) {
-    let Some(v) = std::fs::read_to_string(dir.join("result.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    else {
-        return;
+/// (`provenance`: product, version, the build the scenario states, settings), from the
+/// record as the record crate reads it (records before 2026-12 have no `provenance`:
+/// left out).
+fn provenance(s: &mut String, r: &cell_record::CellResult) {
+    let cb = &r.crossbench;
+    let commit = if cb.git_commit.is_empty() {
+        "unknown"
+    } else {
+        cb.git_commit.as_str()
     };
-    let text = |x: &serde_json::Value| x.as_str().map(str::to_string);
-    let cb = &v["crossbench"];
-    let commit = text(&cb["git_commit"]).unwrap_or_else(|| "unknown".into());
-    let dirty = cb["dirty"].as_bool().unwrap_or(commit.ends_with("-dirty"));
     let _ = write!(
         s,
         "<p>Loader build: crossbench {} (git {}){}",
-        esc(&text(&cb["version"]).unwrap_or_default()),
-        esc(&commit),
-        if dirty {
+        esc(&cb.version),
+        esc(commit),
+        if cb.is_dirty() {
             " <span class=\"FAIL\">DIRTY: built from a modified tree, no commit in the history is this build</span>"
         } else {
             ""
         }
     );
-    let p = &v["provenance"];
-    if p.is_object() {
-        let map = |m: &serde_json::Value| {
-            m.as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, x)| format!("{k}={}", x.as_str().unwrap_or_default()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default()
+    if let Some(p) = &r.provenance {
+        let map = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, x)| format!("{k}={x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let _ = write!(
             s,
             ". System: {} {} (as the server reports it)",
-            esc(&text(&p["product"]).unwrap_or_default()),
-            esc(&text(&p["version"]).unwrap_or_else(|| "version not reported".into()))
+            esc(&p.product),
+            esc(p.version.as_deref().unwrap_or("version not reported"))
         );
-        if let Some(c) = text(&p["caveat"]) {
-            let _ = write!(s, " <span class=\"VOID\">not the build: {}</span>", esc(&c));
+        if let Some(c) = &p.caveat {
+            let _ = write!(s, " <span class=\"VOID\">not the build: {}</span>", esc(c));
         }
         let _ = write!(
             s,
             "; build stated: {}",
-            esc(&text(&p["stated_build"]).unwrap_or_else(|| "none".into()))
+            esc(p.stated_build.as_deref().unwrap_or("none"))
         );
-        for (label, key) in [("reported", "reported"), ("settings", "settings")] {
-            let m = map(&p[key]);
+        for (label, m) in [("reported", &p.reported), ("settings", &p.settings)] {
+            let m = map(m);
             if !m.is_empty() {
                 let _ = write!(s, "; {label}: {}", esc(&m));
             }
         }
-        let notes: Vec<String> = p["notes"]
-            .as_array()
-            .map(|a| a.iter().filter_map(text).collect())
-            .unwrap_or_default();
-        if !notes.is_empty() {
-            let _ = write!(s, "; notes: {}", esc(&notes.join("; ")));
+        if !p.notes.is_empty() {
+            let _ = write!(s, "; notes: {}", esc(&p.notes.join("; ")));
         }
     }
     let _ = writeln!(s, ".</p>");
@@ -323,18 +311,15 @@ mod tests {
 
     #[test]
     fn cell_section_names_a_dirty_loader_and_the_systems_provenance() {
-        let dir = std::env::temp_dir().join(format!("cb-html-prov-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("result.json"),
-            r#"{"crossbench":{"version":"0.1.0","git_commit":"abc-dirty","dirty":true},
+        let r = cell_record::CellResult::parse(
+            Path::new("x/result.json"),
+            r#"{"schema_version":1,"outcome":"PASS","crossbench":{"version":"0.1.0","git_commit":"abc-dirty","dirty":true},
                "provenance":{"schema":1,"product":"Queen","version":"1.0.0","caveat":"answers 1.0.0 <always>",
                "stated_build":"ab23212","reported":{},"settings":{"store.fsync":"on"},"notes":[]}}"#,
         )
         .unwrap();
         let mut s = String::new();
-        super::provenance(&mut s, &dir);
-        let _ = std::fs::remove_dir_all(&dir);
+        super::provenance(&mut s, &r);
         assert!(s.contains("git abc-dirty"), "{s}");
         assert!(s.contains("DIRTY"), "{s}");
         assert!(s.contains("Queen 1.0.0"), "{s}");
