@@ -78,6 +78,10 @@ pub struct CellResult {
     /// What the system under test said it is (records since 2026-12; `None` before).
     #[serde(default)]
     pub provenance: Option<Provenance>,
+    /// The resource budget asked, enforced and used (records since issue 42;
+    /// `None` before, read as "no budget": [`crate::resources::Resources::label_of`]).
+    #[serde(default)]
+    pub resources: Option<crate::resources::Resources>,
 }
 
 /// `provenance`: the system's product, version and settings as it reported them at
