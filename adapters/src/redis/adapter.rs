@@ -930,18 +930,22 @@ impl Broker for RedisBroker {
             });
         }
         *self.tier.lock() = Some(tier);
-        let info: String = ::redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut m)
-            .await
-            .map_err(classify)?;
-        let version = info
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .unwrap_or("?")
-            .trim()
-            .to_string();
-        let mut provenance = info_provenance(&info);
+        // The server's account of itself; a server that will not say (INFO renamed or
+        // refused) is a note in the record, not a failed setup.
+        let info: Result<String, RedisError> =
+            ::redis::cmd("INFO").arg("server").query_async(&mut m).await;
+        let mut provenance = match info {
+            Ok(text) => info_provenance(&text),
+            Err(e) => {
+                let mut p = crate::Provenance::new("Redis", "INFO server (not answered)");
+                p.not_reported(
+                    "version",
+                    format!("INFO server: {}", redact_url_passwords(&e.to_string())),
+                );
+                p
+            }
+        };
+        let version = provenance.version_or_not_reported().to_string();
         provenance.setting("appendonly", appendonly.clone());
         provenance.setting("appendfsync", appendfsync.clone());
         provenance.setting("save", save.clone());
