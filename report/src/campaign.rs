@@ -211,6 +211,12 @@ pub fn table(c: &CampaignView) -> Table {
         100.0 * CI_LEVEL,
         DEFAULT_RESAMPLES
     ));
+    let all: Vec<&CellRecord> = c.arms.iter().flat_map(|a| &a.cells).collect();
+    if let Some(mark) = crate::comparability::not_comparable(&all) {
+        t.notes.push(format!(
+            "{mark}: arms (or repeats of one arm) that differ in these do not compare with each other"
+        ));
+    }
     let mut rows = Vec::new();
     for a in &c.arms {
         if let Some(why) = &a.not_run {

@@ -1,31 +1,192 @@
-//! Which cells may stand side by side. Cells of different durability tiers are
-//! never put in one section, and VOID cells (the loader, not the system, was the
-//! limit: SPEC §6.3) are listed apart. Each split is stated in the table's notes,
-//! so the table itself says why its rows are not one list.
+//! Which cells may stand side by side: their **footing**. Cells of different
+//! durability tiers, run on different machines (CPU model and cores), under different
+//! resource budgets, or on different products of one system (Queen 1.0.0 against
+//! Queen 0.15.1, PostgreSQL 15 against 16) are never put in one section; VOID cells
+//! (the loader, not the system, was the limit: SPEC §6.3) are listed apart. Each split
+//! is stated in the table's notes as NOT COMPARABLE, with what differs, so the table
+//! itself says why its rows are not one list.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cell::CellRecord;
 use crate::table::{Section, Table};
 
-/// Group `cells` into sections and add the notes to `table`. `row` renders one cell.
+/// What must be equal for two cells' figures to be compared.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Footing {
+    pub tier: String,
+    /// `CPU model, N cores`.
+    pub machine: String,
+    /// The budget asked (`no budget`).
+    pub budget: String,
+    /// The product and version of the system, as it reported them; compared only
+    /// between cells of one system (two systems are two products by design).
+    pub system: String,
+    pub product: String,
+}
+
+impl Footing {
+    pub fn of(c: &CellRecord) -> Footing {
+        let r = &c.result;
+        Footing {
+            tier: tier(c),
+            machine: machine(c),
+            budget: budget(c),
+            system: r.system.clone(),
+            product: product(c),
+        }
+    }
+
+    /// Why `self` and `other` may not be compared, one phrase per difference (empty:
+    /// they may). Products are compared only within one system.
+    pub fn differences(&self, other: &Footing) -> Vec<String> {
+        let mut d = Vec::new();
+        if self.tier != other.tier {
+            d.push(format!(
+                "durability tier {} against {}",
+                self.tier, other.tier
+            ));
+        }
+        if self.machine != other.machine {
+            d.push(format!(
+                "machine {} against {}",
+                self.machine, other.machine
+            ));
+        }
+        if self.budget != other.budget {
+            d.push(format!("budget {} against {}", self.budget, other.budget));
+        }
+        if self.system == other.system && self.product != other.product {
+            d.push(format!(
+                "product {} against {}",
+                self.product, other.product
+            ));
+        }
+        d
+    }
+}
+
+/// `CPU model, N cores` of the machine the cell ran on.
+pub fn machine(c: &CellRecord) -> String {
+    let h = &c.result.host;
+    let model = if h.cpu_model.is_empty() {
+        "unknown CPU"
+    } else {
+        h.cpu_model.as_str()
+    };
+    format!("{model}, {} cores", h.cores)
+}
+
+/// The budget the cell ran under (`no budget`).
+pub fn budget(c: &CellRecord) -> String {
+    cell_record::resources::Resources::label_of(c.result.resources.as_ref()).to_string()
+}
+
+/// The product the cell measured, as the server reported it (`not recorded` for a
+/// record before provenance).
+pub fn product(c: &CellRecord) -> String {
+    c.result
+        .provenance
+        .as_ref()
+        .map_or_else(|| "not recorded".to_string(), |p| p.label())
+}
+
+/// The NOT COMPARABLE line for a set of cells, or `None` when they share one footing
+/// (products compared within each system only).
+pub fn not_comparable(cells: &[&CellRecord]) -> Option<String> {
+    let feet: Vec<Footing> = cells.iter().map(|c| Footing::of(c)).collect();
+    let mut what: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for f in &feet {
+        what.entry("durability tiers")
+            .or_default()
+            .insert(f.tier.clone());
+        what.entry("machines")
+            .or_default()
+            .insert(f.machine.clone());
+        what.entry("budgets").or_default().insert(f.budget.clone());
+    }
+    let mut parts: Vec<String> = what
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, v)| format!("{k} ({})", v.iter().cloned().collect::<Vec<_>>().join("; ")))
+        .collect();
+    let mut by_system: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for f in &feet {
+        by_system.entry(&f.system).or_default().insert(&f.product);
+    }
+    for (sys, p) in by_system.iter().filter(|(_, p)| p.len() > 1) {
+        parts.push(format!(
+            "products of {sys} ({})",
+            p.iter().copied().collect::<Vec<_>>().join("; ")
+        ));
+    }
+    (!parts.is_empty())
+        .then(|| format!("NOT COMPARABLE: these cells differ in {}", parts.join(", ")))
+}
+
+/// Group `cells` into sections by footing and add the notes to `table`. `row`
+/// renders one cell. A section's heading names what sets it apart; a table of one
+/// footing has one section without a heading.
 pub fn sectioned<'a>(
     table: &mut Table,
     cells: &[&'a CellRecord],
     row: impl Fn(&'a CellRecord) -> Vec<String>,
 ) {
-    let mut tiers: Vec<String> = Vec::new();
-    for c in cells.iter().filter(|c| !c.is_void()) {
-        let t = tier(c);
-        if !tiers.contains(&t) {
-            tiers.push(t);
+    let measured: Vec<&CellRecord> = cells.iter().copied().filter(|c| !c.is_void()).collect();
+    // Products split a section only for a system measured on more than one.
+    let mut products: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for c in &measured {
+        products
+            .entry(c.result.system.clone())
+            .or_default()
+            .insert(product(c));
+    }
+    let key = |c: &CellRecord| -> Footing {
+        let mut f = Footing::of(c);
+        if products.get(&f.system).is_none_or(|p| p.len() < 2) {
+            f.product = String::new();
+        }
+        f.system = String::new();
+        f
+    };
+    let mut keys: Vec<Footing> = Vec::new();
+    for c in &measured {
+        let k = key(c);
+        if !keys.contains(&k) {
+            keys.push(k);
         }
     }
     let voids: Vec<&&CellRecord> = cells.iter().filter(|c| c.is_void()).collect();
-    let split = tiers.len() > 1 || !voids.is_empty();
-    if tiers.len() > 1 {
+    let split = keys.len() > 1 || !voids.is_empty();
+    if keys.len() > 1 {
+        let differs =
+            |f: fn(&Footing) -> &String| keys.iter().map(f).collect::<BTreeSet<_>>().len() > 1;
+        let tiers: Vec<String> = keys
+            .iter()
+            .map(|k| k.tier.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut what = Vec::new();
+        if differs(|k| &k.tier) {
+            what.push(format!(
+                "ran at {} durability tiers ({})",
+                tiers.len(),
+                tiers.join(", ")
+            ));
+        }
+        if differs(|k| &k.machine) {
+            what.push("ran on different machines".to_string());
+        }
+        if differs(|k| &k.budget) {
+            what.push("ran under different resource budgets".to_string());
+        }
+        if differs(|k| &k.product) {
+            what.push("measured different products of one system".to_string());
+        }
         table.notes.push(format!(
-            "NOT COMPARABLE ACROSS SECTIONS: these cells ran at {} durability tiers ({}); each tier is a section of its own, compare figures only within one.",
-            tiers.len(),
-            tiers.join(", ")
+            "NOT COMPARABLE ACROSS SECTIONS: these cells {}; each footing is a section of its own, compare figures only within one.",
+            what.join(", ")
         ));
     }
     if !voids.is_empty() {
@@ -34,14 +195,29 @@ pub fn sectioned<'a>(
             voids.len()
         ));
     }
-    for t in &tiers {
-        let rows = cells
+    let heading = |k: &Footing| -> String {
+        let mut h = vec![format!("durability tier: {}", k.tier)];
+        let all =
+            |f: fn(&Footing) -> &String| keys.iter().map(f).collect::<BTreeSet<_>>().len() > 1;
+        if all(|k| &k.machine) {
+            h.push(format!("machine: {}", k.machine));
+        }
+        if all(|k| &k.budget) {
+            h.push(format!("budget: {}", k.budget));
+        }
+        if !k.product.is_empty() && all(|k| &k.product) {
+            h.push(format!("product: {}", k.product));
+        }
+        h.join(" · ")
+    };
+    for k in &keys {
+        let rows = measured
             .iter()
-            .filter(|c| !c.is_void() && &tier(c) == t)
+            .filter(|c| &key(c) == k)
             .map(|c| row(c))
             .collect();
         table.sections.push(Section {
-            heading: split.then(|| format!("durability tier: {t}")),
+            heading: split.then(|| heading(k)),
             rows,
         });
     }

@@ -17,6 +17,9 @@ pub struct Comparison {
     pub table: Table,
     /// Differences in shape and hardware; scaling.
     pub differences: Vec<String>,
+    /// Why the two do not stand on one footing (another product, another machine);
+    /// printed first, as NOT COMPARABLE.
+    pub not_comparable: Vec<String>,
 }
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -167,12 +170,60 @@ pub fn compare(p: &PublishedCell, c: &CellRecord) -> Comparison {
         heading: None,
         rows,
     });
+    let footing = not_comparable(p, c);
+    if !footing.is_empty() {
+        t.notes
+            .insert(0, format!("NOT COMPARABLE: {}", footing.join("; ")));
+    }
     Comparison {
         published_id: p.id.clone(),
         cell: c.name(),
         table: t,
         differences: differences(p, c),
+        not_comparable: footing,
     }
+}
+
+/// Why the published cell and the measured one do not stand on one footing: another
+/// product (or one not shown to be the same), another machine. Empty when they do.
+pub fn not_comparable(p: &PublishedCell, c: &CellRecord) -> Vec<String> {
+    let mut why = Vec::new();
+    let measured = c.result.provenance.as_ref();
+    match (&p.product, measured) {
+        (None, _) => why.push(
+            "product: the published page names no product version, so the two are not shown to be one product".to_string(),
+        ),
+        (Some(pp), None) => why.push(format!(
+            "product: published {}, the measured record names none (written before provenance)",
+            pp.label()
+        )),
+        (Some(pp), Some(m)) => {
+            let same = m.version.as_deref() == Some(pp.version.as_str()) && m.caveat.is_none();
+            if !same {
+                let caveat = m
+                    .caveat
+                    .as_ref()
+                    .map_or(String::new(), |_| ": the measured server's version is known not to name its build".into());
+                why.push(format!(
+                    "product: published {}, measured {}{caveat}",
+                    pp.label(),
+                    m.label()
+                ));
+            }
+        }
+    }
+    let h = &p.hardware;
+    let machine = crate::comparability::machine(c);
+    let same_cores = h.cores.is_some_and(|n| u64::from(n) == c.result.host.cores);
+    let same_model = !c.result.host.cpu_model.is_empty()
+        && h.description.contains(c.result.host.cpu_model.as_str());
+    if !(same_cores && same_model) {
+        why.push(format!(
+            "machine: published {}, measured {machine}",
+            h.description
+        ));
+    }
+    why
 }
 
 /// Every difference in system, shape and hardware, with the scale factor.
@@ -485,10 +536,24 @@ pub fn compare_arm(p: &PublishedCell, arm: &crate::campaign::ArmView) -> Compari
         heading: None,
         rows,
     });
+    // Every repeat's footing against the published cell's, once per reason.
+    let mut footing: Vec<String> = Vec::new();
+    for c in &arm.cells {
+        for w in not_comparable(p, c) {
+            if !footing.contains(&w) {
+                footing.push(w);
+            }
+        }
+    }
+    if !footing.is_empty() {
+        t.notes
+            .insert(0, format!("NOT COMPARABLE: {}", footing.join("; ")));
+    }
     Comparison {
         published_id: p.id.clone(),
         cell: arm.id.clone(),
         table: t,
         differences: first.map(|c| differences(p, c)).unwrap_or_default(),
+        not_comparable: footing,
     }
 }

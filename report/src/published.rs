@@ -45,6 +45,9 @@ pub struct PublishedCell {
     pub variant: String,
     pub shape: Shape,
     pub hardware: Hardware,
+    /// The product and version the published page names, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<Product>,
     pub figures: Figures,
     /// Where the figures come from: at least one.
     pub sources: Vec<Source>,
@@ -72,6 +75,28 @@ pub struct Shape {
     pub ramp_s: Option<f64>,
     pub drain_s: Option<f64>,
     pub durability: String,
+}
+
+/// The product a published cell measured, as its page names it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Product {
+    /// As a server names itself (`Queen`, `Apache Kafka`, `Redpanda`).
+    pub name: String,
+    pub version: String,
+    /// What else sets it apart (`3-node raft cluster`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+impl Product {
+    /// `Queen 2.0.0-beta.2 (3-node raft cluster)`.
+    pub fn label(&self) -> String {
+        match self.note.is_empty() {
+            true => format!("{} {}", self.name, self.version),
+            false => format!("{} {} ({})", self.name, self.version, self.note),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -155,6 +155,41 @@ fn single_run(s: &mut String, p: &PublishedCell, c: &CellRecord) {
     );
 }
 
+/// The published cell's footing: the product its page names (or that it names
+/// none) and its machine.
+fn published_footing(p: &PublishedCell) -> String {
+    let product = p
+        .product
+        .as_ref()
+        .map_or_else(|| "version not named".to_string(), |x| x.label());
+    let cores = p
+        .hardware
+        .cores
+        .map_or_else(String::new, |n| format!(", {n} vCPU"));
+    format!("{product}; {}{cores}", p.hardware.description)
+}
+
+/// The measured cells' footing: the products their records name (as the servers
+/// reported them), the budgets, and where they ran.
+fn measured_footing<'a>(cells: impl IntoIterator<Item = &'a CellRecord> + Clone) -> String {
+    let set = |f: fn(&CellRecord) -> String| {
+        cells
+            .clone()
+            .into_iter()
+            .map(f)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    format!(
+        "{}; {}; {}",
+        set(crate::comparability::product),
+        set(crate::comparability::budget),
+        hosts(cells)
+    )
+}
+
 /// Where cells ran: each CPU model their records name, with the days
 /// (`AMD EPYC, 2026-12-04`), several joined by "; ".
 fn hosts<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
@@ -279,9 +314,9 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
         let _ = writeln!(s, "## Summary of the cells run here\n");
         let _ = writeln!(
             s,
-            "| published id | repeats | p50 published / measured ms | p99 published / measured ms | verdict published / measured | served here | measured on |"
+            "| published id | repeats | p50 published / measured ms | p99 published / measured ms | verdict published / measured | served here | published: product; machine | measured: product; budget; machine |"
         );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
         // Every CPU model a row ran on: more than one, and the page says so below.
         let mut models = std::collections::BTreeSet::new();
         for p in &run {
@@ -289,7 +324,7 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
             models.extend(a.cells.iter().map(|c| c.result.host.cpu_model.clone()));
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} / {} | {} / {} | {} / {} | {} | {} |",
+                "| `{}` | {} | {} / {} | {} / {} | {} / {} | {} | {} | {} |",
                 p.id,
                 a.outcomes.total(),
                 ms(p.figures.p50_ms),
@@ -299,19 +334,30 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
                 p.figures.verdict,
                 a.outcomes.label(),
                 with_ci(a.median(|c| Some(c.served_in_window())), pct),
-                hosts(&a.cells),
+                published_footing(p),
+                measured_footing(&a.cells),
             );
         }
         for p in &single {
             let c = &singles[&p.id];
             models.insert(c.result.host.cpu_model.clone());
             let runs = format!("1 (one earlier run, {})", day(&c.result.time.started_utc));
-            summary_row(&mut s, p, c, &runs, Some(&hosts([c])));
+            summary_row(
+                &mut s,
+                p,
+                c,
+                &runs,
+                Some(&format!(
+                    "{} | {}",
+                    published_footing(p),
+                    measured_footing([c])
+                )),
+            );
         }
         if models.len() > 1 {
             let _ = writeln!(
                 s,
-                "\n**These rows were measured on {} machines** (\"measured on\": the CPU model each record names, and the days). Each row compares with its published figure; rows measured on different machines do not compare with each other.",
+                "\n**These rows were measured on {} machines** (the CPU model each record names, and the days). Each row compares with its published figure; rows measured on different machines do not compare with each other.",
                 models.len()
             );
         }

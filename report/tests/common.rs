@@ -100,3 +100,12 @@ pub fn write(root: &Path, s: &Spec) -> PathBuf {
 pub fn s(p: &Path) -> String {
     p.display().to_string()
 }
+
+/// Set `key` (a top-level field) of the record in `dir` to `value`.
+pub fn patch(dir: &Path, key: &str, value: serde_json::Value) {
+    let p = dir.join("result.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v[key] = value;
+    std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}

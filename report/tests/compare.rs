@@ -247,7 +247,10 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
             .lines()
             .find(|l| l.starts_with(&format!("| `{id}` |")))
             .unwrap();
-        assert!(row.ends_with("| test cpu, 2026-11-30 |"), "{row}");
+        assert!(
+            row.ends_with("| not recorded; no budget; test cpu, 2026-11-30 |"),
+            "{row}"
+        );
     }
     assert!(!page.contains("machines**"), "{page}");
     // The earlier single run on another machine: the page says the rows do not compare.
@@ -264,9 +267,65 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
         .lines()
         .find(|l| l.starts_with("| `MX-queen-sparse` |"))
         .unwrap();
-    assert!(row.ends_with("| other cpu, 2026-11-30 |"), "{row}");
+    assert!(
+        row.ends_with("| not recorded; no budget; other cpu, 2026-11-30 |"),
+        "{row}"
+    );
     assert!(
         two.contains("**These rows were measured on 2 machines**"),
         "{two}"
     );
+}
+
+/// A published Queen 1.0.0 cell (seed 001) against a local cell whose Queen answers
+/// 1.0.0 but is the 0.15.1 build (its record's provenance carries the caveat and the
+/// stated build): NOT COMPARABLE, naming both products; and the machines differ.
+#[test]
+fn a_published_queen_1_0_0_cell_against_a_local_queen_0_15_1_is_not_comparable() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
+    let p = published::find(&dir, "Q1M-completed").unwrap();
+    assert_eq!(
+        p.product.as_ref().map(|x| x.version.as_str()),
+        Some("1.0.0")
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = write(
+        tmp.path(),
+        &Spec {
+            name: "queen-local",
+            system: "queen",
+            ..Spec::default()
+        },
+    );
+    common::patch(
+        &d,
+        "provenance",
+        serde_json::json!({"schema": 1, "product": "Queen", "version": "1.0.0",
+            "caveat": "Queen 0.15.1 (commit ab23212) answers 1.0.0 at /health too",
+            "stated_build": "ab23212 (0.15.1)", "source": "/health"}),
+    );
+    let c = CellRecord::load(&d).unwrap();
+    let cmp = compare::compare(&p, &c);
+    let md = cmp.table.to_markdown();
+    assert!(
+        md.contains("NOT COMPARABLE: product: published Queen 1.0.0"),
+        "{md}"
+    );
+    assert!(
+        md.contains("measured Queen 1.0.0 (build ab23212 (0.15.1))"),
+        "{md}"
+    );
+    assert!(md.contains("known not to name its build"), "{md}");
+    assert!(md.contains("machine: published"), "{md}");
+    // The same product and version, stated plainly, on the same machine: no mark for
+    // the product.
+    common::patch(
+        &d,
+        "provenance",
+        serde_json::json!({"schema": 1, "product": "Queen", "version": "1.0.0", "source": "/health"}),
+    );
+    let c = CellRecord::load(&d).unwrap();
+    assert!(compare::not_comparable(&p, &c)
+        .iter()
+        .all(|w| !w.starts_with("product")));
 }

@@ -515,3 +515,67 @@ fn refused_and_stream_cells_are_named_and_kept_out_of_pipeline_tables() {
         assert_eq!(rows, 1, "{}: only the pipeline cell is a row", t.title);
     }
 }
+
+/// Two cells of one system under different resource budgets, or on different
+/// machines, are never one comparison: the cost table puts them in sections of their
+/// own and says NOT COMPARABLE, naming what differs.
+#[test]
+fn cells_under_different_budgets_or_machines_are_not_comparable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write(
+        tmp.path(),
+        &Spec {
+            name: "unbudgeted",
+            ..Spec::default()
+        },
+    );
+    let b = write(
+        tmp.path(),
+        &Spec {
+            name: "budgeted",
+            ..Spec::default()
+        },
+    );
+    common::patch(
+        &b,
+        "resources",
+        serde_json::json!({"schema": 1, "label": "loader cpus 0 | system cpus 1"}),
+    );
+    let cells = load_all(&[s(&a), s(&b)]).unwrap();
+    let t = cost_table::build(&cells);
+    let md = t.to_markdown();
+    assert!(
+        t.notes
+            .iter()
+            .any(|n| n.starts_with("NOT COMPARABLE ACROSS SECTIONS")
+                && n.contains("different resource budgets")),
+        "{md}"
+    );
+    assert!(
+        md.contains("budget: no budget") && md.contains("budget: loader cpus 0 | system cpus 1"),
+        "{md}"
+    );
+    assert_eq!(t.sections.len(), 2, "{md}");
+
+    // The same budget, another machine.
+    let c = write(
+        tmp.path(),
+        &Spec {
+            name: "elsewhere",
+            ..Spec::default()
+        },
+    );
+    common::patch(
+        &c,
+        "host",
+        serde_json::json!({"hostname": "h2", "cpu_model": "other cpu", "cores": 2, "memory_bytes": 1}),
+    );
+    let cells = load_all(&[s(&a), s(&c)]).unwrap();
+    let md = cost_table::build(&cells).to_markdown();
+    assert!(md.contains("ran on different machines"), "{md}");
+    assert!(md.contains("machine: other cpu, 2 cores"), "{md}");
+    // One footing: one section, no mark.
+    let cells = load_all(&[s(&a)]).unwrap();
+    let md = cost_table::build(&cells).to_markdown();
+    assert!(!md.contains("NOT COMPARABLE"), "{md}");
+}

@@ -118,9 +118,6 @@ pub enum Metric {
     /// Stream cells: partitions created per second inside the rated window (0: the
     /// space was complete before it).
     PartitionsCreatedPerSecRated,
-    /// pgmq: rows the adapter's in-flight key guard deferred (two readers raced for a
-    /// key; the guard kept the second from processing it).
-    PgmqRowsDeferred,
     /// 1 for a repeat the checker failed (a loss, reorder or duplicate reached it), 0
     /// for one it passed; read by preconditions (`stat: max`: in at least one repeat).
     CheckerFailed,
@@ -153,11 +150,6 @@ impl Metric {
                 .partitions
                 .as_ref()
                 .map(|p| p.created_per_sec_rated),
-            Metric::PgmqRowsDeferred => c
-                .result
-                .broker_stats
-                .get("pgmq_rows_deferred")
-                .map(|&n| n as f64),
             Metric::CheckerFailed => match c.result.outcome {
                 cell_record::Outcome::Fail => Some(1.0),
                 cell_record::Outcome::Pass => Some(0.0),
@@ -178,7 +170,6 @@ impl Metric {
             Metric::PartitionsCreatedPerSecRated => {
                 "partitions created per second in the rated window"
             }
-            Metric::PgmqRowsDeferred => "rows pgmq's in-flight guard deferred",
             Metric::CheckerFailed => "repeats the checker failed (1) or passed (0)",
         }
     }
@@ -458,6 +449,22 @@ pub fn judge(c: &CampaignView, f: &Finding) -> Result<FindingResult, String> {
         .iter()
         .map(|k| check(c, k, !f.not_held.trim().is_empty()))
         .collect::<Result<Vec<_>, _>>()?;
+    // The finding's arms must stand on one footing within the sitting (one machine,
+    // one budget, one product of each system): a comparison across them is not
+    // one, whatever its ratio.
+    let mut preconditions = preconditions;
+    let cells: Vec<&CellRecord> = f
+        .arms()
+        .iter()
+        .filter_map(|a| c.arm(a))
+        .flat_map(|a| &a.cells)
+        .collect();
+    if let Some(mark) = crate::comparability::not_comparable(&cells) {
+        preconditions.push(requires::RequirementResult {
+            met: false,
+            text: format!("the arms stand on one footing: {mark}"),
+        });
+    }
     let js: Vec<Judgement> = checks.iter().map(|r| r.judgement).collect();
     let judgement = if js.contains(&Judgement::NotRun) {
         Judgement::NotRun

@@ -130,7 +130,7 @@ impl Stat {
 fn figure(m: Metric, x: f64) -> String {
     match m {
         Metric::WindowServedFraction | Metric::PartitionsCreatedFraction => pct(Some(x)),
-        Metric::PgmqRowsDeferred | Metric::CheckerFailed => format!("{x:.0}"),
+        Metric::CheckerFailed => format!("{x:.0}"),
         Metric::PartitionsCreatedPerSecRated => format!("{x:.2}"),
         _ => format!("{x:.3}"),
     }
