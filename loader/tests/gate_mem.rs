@@ -422,3 +422,41 @@ fn the_ci_recipes_are_valid_yaml_that_run_the_gate() {
     assert!(gl["crossbench-gate"]["artifacts"]["reports"]["junit"].is_string());
     assert!(gl["crossbench-gate"]["artifacts"]["reports"]["metrics"].is_string());
 }
+
+/// Records made on two machines are not one comparison: a gate of a candidate whose
+/// records name another CPU than the baseline's, with a plain 50 % regression, ends
+/// inconclusive (exit 7) saying NOT COMPARABLE, never a verdict on the change.
+#[test]
+fn records_from_two_machines_are_not_comparable() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        let (b, c) = (
+            tmp.path().join(format!("base/p{i}")),
+            tmp.path().join(format!("cand/p{i}")),
+        );
+        cell(&b, "0ms");
+        cell(&c, "11ms");
+        // The candidate's records say they ran elsewhere.
+        let p = c.join("result.json");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["host"]["cpu_model"] = serde_json::json!("another CPU");
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    }
+    let mut req = GateRequest::new(smoke_with_gate(tmp.path(), VIRTUAL_METRICS));
+    req.baseline_dir = Some(tmp.path().join("base"));
+    req.candidate_dir = Some(tmp.path().join("cand"));
+    req.out = Some(tmp.path().join("gate"));
+    req.calibration = Some(tmp.path().join("no-calibration.json"));
+    req.pairs = 5;
+    let (exit, _, rec) = execute(&req).expect("the gate runs");
+    let md = rec.markdown();
+    assert_eq!(exit, Exit::Inconclusive, "{md}");
+    assert!(
+        rec.reasons
+            .iter()
+            .any(|r| r.starts_with("NOT COMPARABLE") && r.contains("another CPU")),
+        "{:?}",
+        rec.reasons
+    );
+}

@@ -91,6 +91,33 @@ pub fn product(c: &CellRecord) -> String {
         .map_or_else(|| "not recorded".to_string(), |p| p.label())
 }
 
+/// The NOT COMPARABLE line for the legs of a gate, whose arms may differ in product
+/// or tier on purpose (that is what a gate judges), but must share the machine and
+/// the budget: `None` when they do.
+pub fn not_comparable_legs(cells: &[&CellRecord]) -> Option<String> {
+    let machines: BTreeSet<String> = cells.iter().map(|c| machine(c)).collect();
+    let budgets: BTreeSet<String> = cells.iter().map(|c| budget(c)).collect();
+    let mut parts = Vec::new();
+    if machines.len() > 1 {
+        parts.push(format!(
+            "machines ({})",
+            machines.into_iter().collect::<Vec<_>>().join("; ")
+        ));
+    }
+    if budgets.len() > 1 {
+        parts.push(format!(
+            "budgets ({})",
+            budgets.into_iter().collect::<Vec<_>>().join("; ")
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "NOT COMPARABLE: the legs ran on different {}; a ratio across them is not the change's",
+            parts.join(" and ")
+        )
+    })
+}
+
 /// The NOT COMPARABLE line for a set of cells, or `None` when they share one footing
 /// (products compared within each system only).
 pub fn not_comparable(cells: &[&CellRecord]) -> Option<String> {

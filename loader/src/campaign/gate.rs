@@ -366,12 +366,22 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
 
     let total = legs.len().max(1);
     let mut verdict = Verdict::Pass;
+    // Legs on one machine under one budget, or no comparison (the candidate's
+    // overrides may change the budget: then the ratio is the budget's, not the change's).
+    let leg_cells: Vec<&CellRecord> = records.iter().map(|r| &r.3).collect();
+    let footing = report::comparability::not_comparable_legs(&leg_cells);
     if !fail_legs.is_empty() && !req.calibrate {
         verdict = Verdict::CandidateFail;
         reasons.push(format!(
             "the candidate FAILED correctness in {} leg(s): a regression whatever the noise",
             fail_legs.len()
         ));
+    }
+    if let Some(mark) = footing {
+        if verdict == Verdict::Pass {
+            verdict = Verdict::Inconclusive;
+        }
+        reasons.push(mark);
     }
     if void_legs as f64 / total as f64 > MAX_VOID_SHARE {
         if verdict == Verdict::Pass {
@@ -539,6 +549,13 @@ fn compare_records(
     } else {
         undecided(&results, &mut reasons)
     };
+    let legs_all: Vec<&CellRecord> = bc.iter().chain(cc.iter()).collect();
+    if let Some(mark) = report::comparability::not_comparable_legs(&legs_all) {
+        reasons.push(mark);
+        if verdict == Verdict::Pass || verdict == Verdict::Regression {
+            verdict = Verdict::Inconclusive;
+        }
+    }
     let n = bc.len().min(cc.len());
     if let Some(why) = req.test.underpowered(n) {
         reasons.push(format!("{n} pairs: {why}"));
