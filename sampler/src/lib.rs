@@ -38,6 +38,29 @@ pub use runner::{start, Sampler, SamplerHandle};
 pub use samples::{parse_samples, read_samples, Sample, SampleSet, HEADER, VERSION_LINE};
 pub use spec::{redact_dsn, TargetKind, TargetSpec, TARGET_FORMS};
 
+/// The processes a process target names now, each with its descendants: `pid:<n>`
+/// (when it exists), `proc:<pattern>` (the matching processes, never the calling
+/// one), `loader` (the calling process). `None` for a target that is not processes
+/// (a cgroup, a container, the host, PostgreSQL internals). The loader's resource
+/// budgets name the system's processes this way.
+pub fn target_processes(spec: &TargetSpec) -> Option<Vec<u32>> {
+    let needs_cmdlines = matches!(spec, TargetSpec::ProcessPattern(_));
+    let table = probe::ProcTable::scan(needs_cmdlines);
+    let roots = match spec {
+        TargetSpec::Pid(p) => {
+            if std::path::Path::new(&format!("/proc/{p}")).exists() {
+                vec![*p]
+            } else {
+                Vec::new()
+            }
+        }
+        TargetSpec::ProcessPattern(p) => table.matching(p),
+        TargetSpec::Loader => vec![std::process::id()],
+        _ => return None,
+    };
+    Some(table.tree(&roots))
+}
+
 /// The host's CPU time so far, from `/proc/stat`'s aggregate line, in clock ticks:
 /// `(steal, total)`, where steal is the time the hypervisor ran another guest while
 /// this one wanted a CPU. Two readings give the steal fraction between them. `None`

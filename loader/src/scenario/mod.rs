@@ -8,6 +8,7 @@
 
 pub mod dur;
 pub mod faults;
+pub mod resources;
 pub mod sections;
 pub mod set;
 pub mod stream;
@@ -137,6 +138,9 @@ pub struct Scenario {
     /// for servers whose own answer does not name the build (docs/scenarios.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_build: Option<String>,
+    /// Resource budgets for the loader and the system (issue 42; docs/scenarios.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<resources::ResourcesSection>,
 }
 
 fn yes() -> bool {

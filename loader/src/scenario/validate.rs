@@ -117,6 +117,9 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             return Err(invalid(&format!("sample.targets[{i}]"), e.to_string()));
         }
     }
+    if let Some(r) = &s.resources {
+        crate::scenario::resources::validate(r)?;
+    }
     if s.threads > 256 {
         return Err(invalid("threads", "must be at most 256 (0 = one per core)"));
     }
