@@ -11,6 +11,7 @@
 //! the others, and any loader's failure ends every loader's cell early
 //! (`ABANDONED`).
 
+pub mod budget;
 pub mod consumers;
 pub mod drain;
 pub mod faults;
@@ -94,6 +95,10 @@ pub async fn run<W: Workload>(
 ) -> Result<CellReport> {
     let s = &loaded.scenario;
     let dir = opts.out.clone();
+    // --- budget (issue 42): enforced before anything is written or started; restored
+    // by `finish`, or on drop on any other way out.
+    let budget = crate::cell::budget::Session::apply(s)?;
+    // --- end budget
     let clock = Clock::anchor();
     crate::pacing::priority::forget();
     let mut inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &dir)?;
@@ -107,6 +112,10 @@ pub async fn run<W: Workload>(
     };
     for line in workload.banner() {
         say(line);
+    }
+    say(budget.headline());
+    for w in budget.warnings() {
+        say(format!("warning: {w}"));
     }
 
     // One loader of several: join the rendezvous first (loader 0 serves it).
@@ -154,6 +163,7 @@ pub async fn run<W: Workload>(
         &member,
         &clock_start,
         &say,
+        budget,
     )
     .await
     {
@@ -255,6 +265,7 @@ async fn run_joined<W: Workload>(
     member: &Option<Arc<Member>>,
     clock_start: &Option<ClockBound>,
     say: &(dyn Fn(String) + Sync),
+    budget: crate::cell::budget::Session,
 ) -> std::result::Result<CellReport, JoinedError> {
     let s = &loaded.scenario;
     let dir = opts.out.clone();
@@ -379,6 +390,7 @@ async fn run_joined<W: Workload>(
     // What the system said it is: invocation.txt's lines, the console, the warnings.
     let provenance_warnings = crate::record::result::provenance_warnings(s, &description);
     inv.provenance_lines = crate::record::result::ProvenanceRecord::new(s, &description).lines();
+    inv.provenance_lines.extend(budget.lines()); // budget (issue 42)
     say(format!("system: {}", description.provenance.headline()));
     for w in &provenance_warnings {
         say(format!("warning: {w}"));
@@ -770,6 +782,7 @@ async fn run_joined<W: Workload>(
     );
     let mut warnings = consume_errors;
     warnings.extend(provenance_warnings);
+    warnings.extend(budget.warnings()); // budget (issue 42)
     warnings.extend(stalled);
     warnings.extend(figures.warnings);
     if let Some(f) = crate::cell::void_rule::notable_steal(cost.host_steal_frac_mean) {
@@ -854,6 +867,8 @@ async fn run_joined<W: Workload>(
             o => o,
         }
     };
+    // Budget (issue 42): restored here, its block with each side's use.
+    let resources = budget.finish(&cost);
     let ended = SystemTime::now();
     // The clock's bound at the end, for one loader of several (off the runtime: it
     // may run chronyc).
@@ -896,6 +911,7 @@ async fn run_joined<W: Workload>(
             broker_stats,
             warnings,
             faults: fault_record,
+            resources: Some(resources),
             loaders: fleet
                 .as_ref()
                 .map(|f| {

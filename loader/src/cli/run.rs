@@ -93,6 +93,8 @@ pub fn execute(req: &RunRequest) -> anyhow::Result<RunDone> {
         Some(_) => crate::cli::lock::acquire_shared(req.quiet)?,
         None => crate::cli::lock::acquire(req.quiet)?,
     };
+    // A budget naming no running process is bad input before anything is written.
+    crate::cell::budget::preflight(s)?;
     prepare_out(&out)?;
     let rt = runtime(s.threads, req.timing)?;
     let done = rt.block_on(run_cells(&loaded, req, &out, &fleet))?;

@@ -84,6 +84,10 @@ fn cut_short(sig: i32, interrupt: &CancellationToken) {
 /// Wait for one more signal, then mark the running record incomplete and exit.
 async fn exit_on_next() {
     let last = next_signal().await;
+    // A resource budget the running cell enforces is put back before exiting.
+    for l in crate::cell::budget::restore_running() {
+        eprintln!("{l}");
+    }
     let dir = crate::record::incomplete::mark_running(&format!(
         "a second {} ended the run before its record was complete",
         name(last)

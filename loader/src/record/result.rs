@@ -182,6 +182,10 @@ pub struct CellTail {
     /// proxy; added 2026-12, additive).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<crate::cell::faults::FaultRecord>,
+    /// The resource budget asked, enforced and used (`resources`, schema 1; issue 42,
+    /// additive; docs/record.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<cell_record::resources::Resources>,
     /// One loader of several (`--loader-index`, …): which, its share, the rendezvous,
     /// its host and clock bounds (docs/record.md; added 2026-12, additive).
     #[serde(skip_serializing_if = "Option::is_none")]
