@@ -1,16 +1,25 @@
-//! The one place that lists the systems crossbench drives.
+//! The one place that lists the systems crossbench drives, and the one trait each
+//! system implements to be listed.
 //!
-//! Each system has an entry here: its name, the cargo feature that builds its
-//! adapter, what it can do beyond the contract ([`Capabilities`]), its typed scenario
-//! section ([`SystemOptions`], checked by [`crate::options::Section`]), its
-//! constructor and its default sampler targets. The loader, the scenario validator,
-//! the workloads and the report ask this module; none of them names a system.
+//! Each system's folder, `adapters/src/<system>/`, has a `system.rs` implementing
+//! [`SystemDef`]: its [`Entry`] (name, title, cargo feature, [`Capabilities`]), its
+//! typed scenario section ([`SystemDef::Options`], a [`crate::options::Section`]), how
+//! to build its [`Broker`], and its bare loop if it has one. [`systems!`] below lists
+//! them once, and generates the [`System`] enum, [`SystemOptions`], [`ENTRIES`] and
+//! every dispatch from that list, each a `match` with one arm per system and no
+//! wildcard. So the compiler checks the registry:
 //!
-//! Adding a system: a folder `adapters/src/<system>/` with its options (a
-//! [`crate::options::Section`]) and its [`Broker`], declared in [`systems`]; one
-//! variant in [`System`] and [`SystemOptions`], one entry in [`ENTRIES`], one arm in
-//! [`SystemOptions::build`], and a cargo feature (adapters/README.md has the whole
-//! recipe).
+//! - a system in the list without its `system.rs`, or whose `system.rs` misses a
+//!   piece of the trait, does not build (`the trait bound … is not satisfied`,
+//!   `not all trait items implemented`);
+//! - a `system.rs` whose system is not in the list does not build either: its
+//!   [`Entry`] names `System::<Variant>`, which only the list creates (`no variant …
+//!   named …`).
+//!
+//! A system whose cargo feature is off still has its options (every scenario file
+//! parses in every build); its `build` and `bare` answer [`BuildError::NotBuilt`]. The
+//! loader, the scenario validator, the workloads and the report ask this module; none
+//! of them names a system. adapters/README.md has the recipe for adding one.
 
 use std::sync::Arc;
 
@@ -36,22 +45,128 @@ pub mod systems {
     pub mod redis;
 }
 
+use crate::bare::{BareClient, BareError, BarePlan};
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::options::{OptionsError, Section};
 
-/// A system crossbench can drive, as a scenario names it (`system: pgmq`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum System {
-    /// The in-process control broker.
-    Mem,
-    Pgmq,
-    Rabbitmq,
-    Kafka,
-    Queen,
-    Nats,
-    Redis,
+/// What a system gives the registry: implemented once per system, in
+/// `adapters/src/<system>/system.rs`.
+pub trait SystemDef {
+    /// The system's typed scenario section.
+    type Options: Section;
+    /// Its entry: name, title, feature, capabilities.
+    const ENTRY: Entry;
+    /// Build its adapter (in a build without its feature: [`BuildError::NotBuilt`]).
+    fn build(o: &Self::Options, ctx: &BuildContext) -> Result<Arc<dyn Broker>, BuildError>;
+    /// Whether it has a bare loop in this build ([`crate::bare`]), asked before
+    /// anything connects.
+    fn bare_check(o: &Self::Options) -> Result<(), BareError>;
+    /// Its bare loop for `plan`: its objects built by the adapter's own setup, then
+    /// its client library alone.
+    fn bare(
+        o: &Self::Options,
+        plan: &BarePlan,
+    ) -> impl std::future::Future<Output = Result<Box<dyn BareClient>, BareError>> + Send;
+}
+
+impl Entry {
+    /// [`BuildError::NotBuilt`] for this system.
+    pub fn not_built(&self) -> BuildError {
+        BuildError::NotBuilt {
+            name: self.name,
+            feature: self.feature.unwrap_or(self.name),
+        }
+    }
+}
+
+/// The list of systems: `Variant => path::to::its::SystemDef`, in the order of
+/// [`System`]. It generates the enum, the options, the entries and every dispatch.
+macro_rules! systems {
+    ($($variant:ident => $def:path),+ $(,)?) => {
+        /// A system crossbench can drive, as a scenario names it (`system: pgmq`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum System {
+            $($variant),+
+        }
+
+        /// Every system, in the order of [`System`].
+        pub static ENTRIES: [Entry; [$(System::$variant),+].len()] = [$(<$def as SystemDef>::ENTRY),+];
+
+        /// The options section of the system a scenario drives, typed. It serialises
+        /// as `{<system name>: {…}}`, so flattened into a scenario it is the `pgmq:`
+        /// (…) section.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum SystemOptions {
+            $($variant(<$def as SystemDef>::Options)),+
+        }
+
+        /// Apply `$body` to the typed section of any system, with `$d` its
+        /// [`SystemDef`] (one arm per system, generated: no wildcard).
+        macro_rules! each_section {
+            ($options:expr, $o:ident, $d:ident => $body:expr) => {
+                match $options {
+                    $(SystemOptions::$variant($o) => {
+                        #[allow(dead_code)]
+                        type $d = $def;
+                        $body
+                    })+
+                }
+            };
+        }
+
+        impl SystemOptions {
+            /// The defaults of `system`'s section (a scenario that omits it).
+            pub fn defaults(system: System) -> SystemOptions {
+                match system {
+                    $(System::$variant => SystemOptions::$variant(Default::default())),+
+                }
+            }
+
+            /// `system`'s section from any serde form (the scenario's YAML value).
+            pub fn deserialize_for<'de, D: Deserializer<'de>>(
+                system: System,
+                section: D,
+            ) -> Result<SystemOptions, D::Error> {
+                Ok(match system {
+                    $(System::$variant => SystemOptions::$variant(Deserialize::deserialize(section)?)),+
+                })
+            }
+
+            pub fn system(&self) -> System {
+                match self {
+                    $(SystemOptions::$variant(_) => System::$variant),+
+                }
+            }
+
+            /// The same options, connecting to `addr` instead (the proxy's address).
+            pub fn routed_to(&self, addr: &str) -> Result<SystemOptions, String> {
+                Ok(match self {
+                    $(SystemOptions::$variant(o) => SystemOptions::$variant(o.routed_to(addr)?)),+
+                })
+            }
+        }
+    };
+}
+
+systems! {
+    Mem => crate::mem::system::Mem,
+    Pgmq => crate::pgmq::system::Pgmq,
+    Rabbitmq => crate::rabbitmq::system::Rabbitmq,
+    Kafka => crate::kafka::system::Kafka,
+    Queen => crate::queen::system::Queen,
+    Nats => crate::nats::system::Nats,
+    Redis => crate::redis::system::Redis,
+}
+
+impl Serialize for SystemOptions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1))?;
+        each_section!(self, o, _D => m.serialize_entry(self.system().name(), o)?);
+        m.end()
+    }
 }
 
 /// What a system can do beyond the adapter contract: the questions workloads and
@@ -99,119 +214,12 @@ pub struct Entry {
     pub memory_note: Option<&'static str>,
 }
 
-const PLAIN: Capabilities = Capabilities {
+/// No capability beyond the contract; each [`Entry`] starts from it.
+pub const PLAIN: Capabilities = Capabilities {
     multi_partition_pop: false,
     in_process: false,
     shared_consumers: SharedConsumers::No("not said"),
 };
-
-/// Every system, in the order of [`System`].
-pub static ENTRIES: [Entry; 7] = [
-    Entry {
-        system: System::Mem,
-        name: "mem",
-        title: "control broker (in-process)",
-        feature: None,
-        built: true,
-        capabilities: Capabilities {
-            multi_partition_pop: false,
-            in_process: true,
-            shared_consumers: SharedConsumers::No(
-                "the control broker lives inside one loader's process: no other loader can reach it",
-            ),
-        },
-        memory_note: None,
-    },
-    Entry {
-        system: System::Pgmq,
-        name: "pgmq",
-        title: "PostgreSQL + pgmq",
-        feature: Some("pgmq"),
-        built: cfg!(feature = "pgmq"),
-        capabilities: Capabilities {
-            shared_consumers: SharedConsumers::Exclusive(
-                "read_grouped_head hands out a key's head row only while no row of the key is invisible, whichever process reads; read_grouped_rr has the same exclusivity race across processes as within one (finding F3)",
-            ),
-            ..PLAIN
-        },
-        memory_note: Some(
-            "RAM here: RSS summed over PostgreSQL's processes, which counts shared buffers once per backend and overstates; the published figure is the container's memory.current.",
-        ),
-    },
-    Entry {
-        system: System::Rabbitmq,
-        name: "rabbitmq",
-        title: "RabbitMQ",
-        feature: Some("rabbitmq"),
-        built: cfg!(feature = "rabbitmq"),
-        capabilities: Capabilities {
-            shared_consumers: SharedConsumers::Exclusive(
-                "every queue is declared with x-single-active-consumer: of all the loaders' consumers of a queue, one receives its deliveries, another takes over only when it goes",
-            ),
-            ..PLAIN
-        },
-        memory_note: None,
-    },
-    Entry {
-        system: System::Kafka,
-        name: "kafka",
-        title: "Kafka protocol (Apache Kafka, Redpanda, tansu)",
-        feature: Some("kafka"),
-        built: cfg!(feature = "kafka"),
-        capabilities: Capabilities {
-            shared_consumers: SharedConsumers::Exclusive(
-                "the consumer group assigns each partition to one member at a time; a rebalance moves partitions between loaders (counted as reconnects)",
-            ),
-            ..PLAIN
-        },
-        memory_note: None,
-    },
-    Entry {
-        system: System::Queen,
-        name: "queen",
-        title: "Queen MQ",
-        feature: Some("queen"),
-        built: cfg!(feature = "queen"),
-        capabilities: Capabilities {
-            multi_partition_pop: true,
-            in_process: false,
-            shared_consumers: SharedConsumers::Exclusive(
-                "a pop leases the whole partition to one consumer of the group until it is acked or the lease runs out",
-            ),
-        },
-        memory_note: None,
-    },
-    Entry {
-        system: System::Nats,
-        name: "nats",
-        title: "NATS JetStream",
-        feature: Some("nats"),
-        built: cfg!(feature = "nats"),
-        capabilities: Capabilities {
-            shared_consumers: SharedConsumers::No(
-                "each lane is one durable pull consumer: two processes pulling from it would split a key's messages between them",
-            ),
-            ..PLAIN
-        },
-        memory_note: None,
-    },
-    Entry {
-        system: System::Redis,
-        name: "redis",
-        title: "Redis Streams",
-        feature: Some("redis"),
-        built: cfg!(feature = "redis"),
-        capabilities: Capabilities {
-            shared_consumers: SharedConsumers::No(
-                "each lane is read by one consumer of the group: readers in two processes would split a key's entries between them",
-            ),
-            ..PLAIN
-        },
-        memory_note: Some(
-            "RAM here: redis-server's RSS; the adapter also records INFO memory's used_memory (redis_server_used_memory_bytes).",
-        ),
-    },
-];
 
 impl System {
     /// Every system.
@@ -248,33 +256,6 @@ impl std::fmt::Display for System {
     }
 }
 
-/// The options section of the system a scenario drives, typed. It serialises as
-/// `{<system name>: {…}}`, so flattened into a scenario it is the `pgmq:` (…) section.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum SystemOptions {
-    #[serde(rename = "mem")]
-    Mem(crate::mem::MemOptions),
-    #[serde(rename = "pgmq")]
-    Pgmq(crate::pgmq::PgmqOptions),
-    #[serde(rename = "rabbitmq")]
-    Rabbitmq(crate::rabbitmq::RabbitOptions),
-    #[serde(rename = "kafka")]
-    Kafka(crate::kafka::KafkaOptions),
-    #[serde(rename = "queen")]
-    Queen(crate::queen::QueenOptions),
-    #[serde(rename = "nats")]
-    Nats(crate::nats::NatsOptions),
-    #[serde(rename = "redis")]
-    Redis(crate::redis::RedisOptions),
-}
-
-impl Default for SystemOptions {
-    /// The control broker's defaults: what a value with no system yet holds.
-    fn default() -> Self {
-        SystemOptions::defaults(System::Mem)
-    }
-}
-
 /// What the workload tells the constructor about how the adapter will be driven.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BuildContext {
@@ -303,95 +284,26 @@ pub enum BuildError {
     },
 }
 
-/// Apply `f` to the typed section of any system (one arm per system, here only).
-macro_rules! each_section {
-    ($options:expr, $o:ident => $body:expr) => {
-        match $options {
-            SystemOptions::Mem($o) => $body,
-            SystemOptions::Pgmq($o) => $body,
-            SystemOptions::Rabbitmq($o) => $body,
-            SystemOptions::Kafka($o) => $body,
-            SystemOptions::Queen($o) => $body,
-            SystemOptions::Nats($o) => $body,
-            SystemOptions::Redis($o) => $body,
-        }
-    };
-}
-
 impl SystemOptions {
-    /// The defaults of `system`'s section (a scenario that omits it).
-    pub fn defaults(system: System) -> SystemOptions {
-        match system {
-            System::Mem => SystemOptions::Mem(Default::default()),
-            System::Pgmq => SystemOptions::Pgmq(Default::default()),
-            System::Rabbitmq => SystemOptions::Rabbitmq(Default::default()),
-            System::Kafka => SystemOptions::Kafka(Default::default()),
-            System::Queen => SystemOptions::Queen(Default::default()),
-            System::Nats => SystemOptions::Nats(Default::default()),
-            System::Redis => SystemOptions::Redis(Default::default()),
-        }
-    }
-
-    /// `system`'s section from any serde form (the scenario's YAML value).
-    pub fn deserialize_for<'de, D: Deserializer<'de>>(
-        system: System,
-        section: D,
-    ) -> Result<SystemOptions, D::Error> {
-        Ok(match system {
-            System::Mem => SystemOptions::Mem(Deserialize::deserialize(section)?),
-            System::Pgmq => SystemOptions::Pgmq(Deserialize::deserialize(section)?),
-            System::Rabbitmq => SystemOptions::Rabbitmq(Deserialize::deserialize(section)?),
-            System::Kafka => SystemOptions::Kafka(Deserialize::deserialize(section)?),
-            System::Queen => SystemOptions::Queen(Deserialize::deserialize(section)?),
-            System::Nats => SystemOptions::Nats(Deserialize::deserialize(section)?),
-            System::Redis => SystemOptions::Redis(Deserialize::deserialize(section)?),
-        })
-    }
-
-    pub fn system(&self) -> System {
-        match self {
-            SystemOptions::Mem(_) => System::Mem,
-            SystemOptions::Pgmq(_) => System::Pgmq,
-            SystemOptions::Rabbitmq(_) => System::Rabbitmq,
-            SystemOptions::Kafka(_) => System::Kafka,
-            SystemOptions::Queen(_) => System::Queen,
-            SystemOptions::Nats(_) => System::Nats,
-            SystemOptions::Redis(_) => System::Redis,
-        }
-    }
-
     /// Check every knob of the section.
     pub fn validate(&self) -> Result<(), OptionsError> {
-        each_section!(self, o => o.validate())
+        each_section!(self, o, _D => o.validate())
     }
 
     /// The system's sampler targets when the scenario names none.
     pub fn sample_targets(&self) -> Vec<(String, String)> {
-        each_section!(self, o => o.sample_targets())
+        each_section!(self, o, _D => o.sample_targets())
     }
 
     /// The section alone (without the system's name around it), as JSON.
     pub fn section_json(&self) -> serde_json::Value {
-        each_section!(self, o => serde_json::to_value(o).unwrap_or_default())
+        each_section!(self, o, _D => serde_json::to_value(o).unwrap_or_default())
     }
 
     /// The `host:port` the adapter connects to (the harness's proxy's upstream), or why
     /// the system cannot be routed through a proxy.
     pub fn endpoint(&self) -> Result<String, String> {
-        each_section!(self, o => o.endpoint())
-    }
-
-    /// The same options, connecting to `addr` instead (the proxy's address).
-    pub fn routed_to(&self, addr: &str) -> Result<SystemOptions, String> {
-        Ok(match self {
-            SystemOptions::Mem(o) => SystemOptions::Mem(o.routed_to(addr)?),
-            SystemOptions::Pgmq(o) => SystemOptions::Pgmq(o.routed_to(addr)?),
-            SystemOptions::Rabbitmq(o) => SystemOptions::Rabbitmq(o.routed_to(addr)?),
-            SystemOptions::Kafka(o) => SystemOptions::Kafka(o.routed_to(addr)?),
-            SystemOptions::Queen(o) => SystemOptions::Queen(o.routed_to(addr)?),
-            SystemOptions::Nats(o) => SystemOptions::Nats(o.routed_to(addr)?),
-            SystemOptions::Redis(o) => SystemOptions::Redis(o.routed_to(addr)?),
-        })
+        each_section!(self, o, _D => o.endpoint())
     }
 
     /// Whether the section is the system's defaults.
@@ -401,142 +313,41 @@ impl SystemOptions {
 
     /// Build the adapter.
     pub fn build(&self, ctx: &BuildContext) -> Result<Arc<dyn Broker>, BuildError> {
-        let entry = self.system().entry();
-        let config = |source: BrokerError| BuildError::Config {
-            name: entry.name,
-            source,
-        };
-        #[allow(unreachable_patterns)]
-        match self {
-            SystemOptions::Mem(o) => Ok(Arc::new(crate::mem::MemBroker::new(o.clone()))),
-            #[cfg(feature = "pgmq")]
-            SystemOptions::Pgmq(o) => crate::pgmq::PgmqBroker::new(o.clone())
-                .map(|b| Arc::new(b.with_clients(ctx.clients)) as Arc<dyn Broker>)
-                .map_err(config),
-            #[cfg(feature = "rabbitmq")]
-            SystemOptions::Rabbitmq(o) => crate::rabbitmq::RabbitBroker::new(o.clone())
-                .map(|b| Arc::new(b) as Arc<dyn Broker>)
-                .map_err(config),
-            #[cfg(feature = "kafka")]
-            SystemOptions::Kafka(o) => crate::kafka::KafkaBroker::new(o.clone())
-                .map(|b| Arc::new(b) as Arc<dyn Broker>)
-                .map_err(config),
-            #[cfg(feature = "queen")]
-            SystemOptions::Queen(o) => {
-                let mut o = o.clone();
-                // The workload's partitions per pop is Queen's partitions_per_pop.
-                if ctx.pop_partitions > 1 {
-                    o.partitions_per_pop = u32::try_from(ctx.pop_partitions).unwrap_or(u32::MAX);
-                }
-                crate::queen::QueenBroker::new(o)
-                    .map(|b| Arc::new(b) as Arc<dyn Broker>)
-                    .map_err(config)
-            }
-            #[cfg(feature = "nats")]
-            SystemOptions::Nats(o) => crate::nats::NatsBroker::new(o.clone())
-                .map(|b| Arc::new(b) as Arc<dyn Broker>)
-                .map_err(config),
-            #[cfg(feature = "redis")]
-            SystemOptions::Redis(o) => crate::redis::RedisBroker::new(o.clone())
-                .map(|b| Arc::new(b) as Arc<dyn Broker>)
-                .map_err(config),
-            _ => {
-                let _ = (ctx, config);
-                Err(BuildError::NotBuilt {
-                    name: entry.name,
-                    feature: entry.feature.unwrap_or(entry.name),
-                })
-            }
-        }
+        each_section!(self, o, D => <D as SystemDef>::build(o, ctx))
     }
 
     /// Whether this build has the system's bare loop (crate::bare), asked before
     /// anything connects.
-    pub fn bare_check(&self) -> Result<(), crate::bare::BareError> {
-        use crate::bare::BareError;
-        let entry = self.system().entry();
-        let none = |why: &str| {
-            Err(BareError::Unsupported {
-                name: entry.name,
-                why: why.into(),
-            })
-        };
-        #[allow(unreachable_patterns)]
-        match self {
-            SystemOptions::Mem(_) => none("the control broker is crossbench's own code; its cost is measured by control-dense and `selftest floor`"),
-            #[cfg(feature = "queen")]
-            SystemOptions::Queen(_) => Ok(()),
-            #[cfg(feature = "pgmq")]
-            SystemOptions::Pgmq(_) => Ok(()),
-            #[cfg(feature = "rabbitmq")]
-            SystemOptions::Rabbitmq(_) => Ok(()),
-            #[cfg(feature = "kafka")]
-            SystemOptions::Kafka(_) => Ok(()),
-            #[cfg(feature = "nats")]
-            SystemOptions::Nats(_) => Ok(()),
-            #[cfg(feature = "redis")]
-            SystemOptions::Redis(_) => Ok(()),
-            _ => Err(BuildError::NotBuilt {
-                name: entry.name,
-                feature: entry.feature.unwrap_or(entry.name),
-            }
-            .into()),
-        }
+    pub fn bare_check(&self) -> Result<(), BareError> {
+        each_section!(self, o, D => <D as SystemDef>::bare_check(o))
     }
 
     /// The system's bare loop for `plan` (crate::bare): its objects built by the
     /// adapter's own setup, then its client library alone.
-    pub async fn bare(
-        &self,
-        plan: &crate::bare::BarePlan,
-    ) -> Result<Box<dyn crate::bare::BareClient>, crate::bare::BareError> {
-        use crate::bare::BareClient;
+    pub async fn bare(&self, plan: &BarePlan) -> Result<Box<dyn BareClient>, BareError> {
         self.bare_check()?;
-        let name = self.system().entry().name;
-        let setup = |source: BrokerError| crate::bare::BareError::Setup { name, source };
-        let boxed = |b: Box<dyn BareClient>| b;
-        #[allow(unreachable_patterns)]
-        match self {
-            #[cfg(feature = "pgmq")]
-            SystemOptions::Pgmq(o) => crate::pgmq::bare::PgmqBare::start(o, plan)
-                .await
-                .map(|b| boxed(Box::new(b)))
-                .map_err(setup),
-            #[cfg(feature = "rabbitmq")]
-            SystemOptions::Rabbitmq(o) => crate::rabbitmq::bare::RabbitBare::start(o, plan)
-                .await
-                .map(|b| boxed(Box::new(b)))
-                .map_err(setup),
-            #[cfg(feature = "kafka")]
-            SystemOptions::Kafka(o) => crate::kafka::bare::KafkaBare::start(o, plan)
-                .await
-                .map(|b| boxed(Box::new(b)))
-                .map_err(setup),
-            #[cfg(feature = "queen")]
-            SystemOptions::Queen(o) => crate::queen::bare::QueenBare::start(o, plan)
-                .await
-                .map(|b| boxed(Box::new(b)))
-                .map_err(setup),
-            #[cfg(feature = "nats")]
-            SystemOptions::Nats(o) => crate::nats::bare::NatsBare::start(o, plan)
-                .await
-                .map(|b| boxed(Box::new(b)))
-                .map_err(setup),
-            #[cfg(feature = "redis")]
-            SystemOptions::Redis(o) => crate::redis::bare::RedisBare::start(o, plan)
-                .await
-                .map(|b| boxed(Box::new(b)))
-                .map_err(setup),
-            // bare_check refused every other system.
-            _ => {
-                let _ = (plan, setup, boxed);
-                Err(crate::bare::BareError::Unsupported {
-                    name,
-                    why: "no bare loop in this build".into(),
-                })
-            }
-        }
+        each_section!(self, o, D => <D as SystemDef>::bare(o, plan).await)
     }
+}
+
+impl Default for SystemOptions {
+    /// The control broker's defaults: what a value with no system yet holds.
+    fn default() -> Self {
+        SystemOptions::defaults(System::Mem)
+    }
+}
+
+/// A `build` error for the configuration the system refused.
+pub fn config_error(entry: &'static Entry) -> impl Fn(BrokerError) -> BuildError {
+    move |source| BuildError::Config {
+        name: entry.name,
+        source,
+    }
+}
+
+/// The answer of a system's bare loop in a build without its feature.
+pub fn bare_not_built(entry: &'static Entry) -> BareError {
+    entry.not_built().into()
 }
 
 #[cfg(test)]
@@ -588,6 +399,41 @@ mod tests {
         assert_eq!(redis.is_ok(), cfg!(feature = "redis"), "{redis:?}");
         let queen = SystemOptions::defaults(System::Queen).bare_check();
         assert_eq!(queen.is_ok(), cfg!(feature = "queen"), "{queen:?}");
+    }
+
+    /// Whether this build has cargo feature `f` of this crate.
+    fn feature_on(f: &str) -> bool {
+        match f {
+            "pgmq" => cfg!(feature = "pgmq"),
+            "rabbitmq" => cfg!(feature = "rabbitmq"),
+            "kafka" => cfg!(feature = "kafka"),
+            "queen" => cfg!(feature = "queen"),
+            "nats" => cfg!(feature = "nats"),
+            "redis" => cfg!(feature = "redis"),
+            other => panic!("feature {other} is not one of this crate's"),
+        }
+    }
+
+    /// The list and the build agree: every listed system says whether this build has
+    /// its adapter as its cargo feature does, and building one answers accordingly
+    /// (a system the build lacks is a clear `not built`, never a panic or a wildcard).
+    /// That a system cannot be left out of the list, nor listed without its
+    /// `system.rs`, the compiler checks (the module doc; adapters/README.md quotes it).
+    #[test]
+    fn the_list_and_the_build_agree() {
+        assert_eq!(ENTRIES.len(), System::all().count());
+        for e in &ENTRIES {
+            let on = e.feature.is_none_or(feature_on);
+            assert_eq!(e.built, on, "{}", e.name);
+            // Building needs no server: only construction, which connects lazily.
+            let built = SystemOptions::defaults(e.system).build(&BuildContext::default());
+            match built {
+                Err(BuildError::NotBuilt { name, .. }) => {
+                    assert!(!on, "{name} is built in but answered not built")
+                }
+                _ => assert!(on, "{} is not built in but built", e.name),
+            }
+        }
     }
 
     #[test]

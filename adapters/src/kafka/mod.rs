@@ -14,6 +14,7 @@
 #[cfg(feature = "kafka")]
 mod durability;
 pub mod options;
+pub mod system;
 pub use options::{Assignment, KafkaOptions};
 
 #[cfg(feature = "kafka")]

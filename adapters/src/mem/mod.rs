@@ -25,6 +25,7 @@ use crate::counter::{self, Counter};
 use crate::error::BrokerError;
 
 mod options;
+pub mod system;
 pub use options::{Fault, FaultKind, MemOptions, PublishFault, PublishFaultKind};
 
 #[derive(Debug, Default)]

@@ -2,6 +2,7 @@
 //! every build; the adapter itself needs the `nats` feature (the `async-nats` crate).
 
 pub mod options;
+pub mod system;
 pub use options::NatsOptions;
 
 #[cfg(feature = "nats")]

@@ -2,6 +2,7 @@
 //! files parse in every build; the adapter itself needs the `pgmq` feature.
 
 pub mod options;
+pub mod system;
 pub use options::PgmqOptions;
 
 #[cfg(feature = "pgmq")]

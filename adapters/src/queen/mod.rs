@@ -2,6 +2,7 @@
 //! parse in every build; the adapter itself needs the `queen` feature.
 
 pub mod options;
+pub mod system;
 pub use options::{PopMode, QueenOptions};
 
 #[cfg(feature = "queen")]

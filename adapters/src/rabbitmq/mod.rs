@@ -4,6 +4,7 @@
 
 pub mod cost;
 pub mod options;
+pub mod system;
 pub use options::{Idiom, QueueType, RabbitOptions};
 
 #[cfg(feature = "rabbitmq")]

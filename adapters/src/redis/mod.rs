@@ -3,6 +3,7 @@
 //! connection manager).
 
 pub mod options;
+pub mod system;
 pub use options::RedisOptions;
 
 #[cfg(feature = "redis")]
