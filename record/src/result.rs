@@ -205,6 +205,8 @@ pub struct Workload {
     pub lanes: u64,
     pub batch: u64,
     pub payload_b: u64,
+    /// Stream cells: consumer groups, each consuming every message.
+    pub groups: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -239,6 +241,9 @@ pub struct Throughput {
     pub reference_deliveries_per_sec: f64,
     /// Pipeline cells since 2026-12: deliveries made while the rated window ran.
     pub window_served_fraction: Option<f64>,
+    /// Pipeline cells since 2026-12: deliveries made while the rated window ran, per
+    /// second.
+    pub window_deliveries_per_sec: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -201,7 +201,7 @@ pub fn table(c: &CampaignView) -> Table {
             "outcomes",
             "e2e p50 ms",
             "e2e p99 ms",
-            "deliveries/s",
+            "deliveries/s (window)",
             "served",
             "system cores",
         ],
@@ -238,10 +238,9 @@ pub fn table(c: &CampaignView) -> Table {
             a.outcomes.label(),
             with_ci(a.median(|r| r.e2e(50)), ms),
             with_ci(a.median(|r| r.e2e(99)), ms),
-            with_ci(
-                a.median(|r| Some(r.result.throughput.deliveries_per_sec)),
-                |x| num(x, 0),
-            ),
+            with_ci(a.median(|r| Some(r.window_deliveries_per_sec())), |x| {
+                num(x, 0)
+            }),
             with_ci(a.median(|r| Some(r.served_in_window())), pct),
             with_ci(a.median(|r| r.system_cores()), |x| {
                 x.map_or("—".into(), |v| format!("{v:.2}"))

@@ -176,6 +176,18 @@ impl CellRecord {
             .min(1.0)
     }
 
+    /// Deliveries made while the rated window ran, per second: a pipeline cell's
+    /// `window_deliveries_per_sec` (older records: its `deliveries_per_sec`), a stream
+    /// cell's messages consumed per second per group times its groups.
+    pub fn window_deliveries_per_sec(&self) -> f64 {
+        let t = &self.result.throughput;
+        if self.is_stream() {
+            t.popped_per_sec * self.result.workload.groups.max(1) as f64
+        } else {
+            t.window_deliveries_per_sec.unwrap_or(t.deliveries_per_sec)
+        }
+    }
+
     /// Whether the cell held its load: its record's `load.held`; for records before
     /// the load verdict, served at least [`cell_record::held::SERVED_MIN`] with
     /// nothing shed or failed. A cell without a measurement (REFUSED, ABANDONED) did

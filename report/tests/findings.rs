@@ -296,3 +296,27 @@ fn served_never_exceeds_100_percent_in_the_generated_pages() {
         }
     }
 }
+
+/// The campaign table reads a stream arm's deliveries per second and served share
+/// from a stream cell's own figures (consumed per group × groups; consumed ÷
+/// offered), never 0 from a pipeline field a stream cell does not have.
+#[test]
+fn the_campaign_table_reads_stream_arms_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = arm(tmp.path(), "stream", 3, 50.0, 0.98, true);
+    for c in &mut a.cells {
+        let p = c.dir.join("result.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v["workload"] =
+            serde_json::json!({"kind": "stream", "rate_msgs_per_sec": 2000, "groups": 2});
+        v["throughput"] = serde_json::json!({"offered_per_sec": 2000.0, "popped_per_sec": 1962.0, "served_fraction": 0.981});
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        *c = CellRecord::load(&c.dir).unwrap();
+    }
+    let c = campaign(tmp.path(), vec![a]);
+    let md = report::campaign::table(&c).to_markdown();
+    let row = md.lines().find(|l| l.starts_with("| stream |")).unwrap();
+    assert!(row.contains("| 3924 [3924, 3924]"), "{row}");
+    assert!(row.contains("98 %"), "{row}");
+}
