@@ -257,6 +257,20 @@ fn the_loader_alone_budgeted_runs_only_on_its_cpu() {
         "{:?}",
         seen.loader.last()
     );
+    // Every second's samples carry the loader's budget beside its use.
+    let samples = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    let budget_rows = samples
+        .lines()
+        .filter(|l| l.ends_with(",loader,loader,budget_cores,1"))
+        .count();
+    let use_rows = samples
+        .lines()
+        .filter(|l| l.contains(",loader,loader,cpu_cores,"))
+        .count();
+    assert!(
+        budget_rows >= 5 && budget_rows == use_rows,
+        "{budget_rows} budget rows, {use_rows} cpu rows"
+    );
     let r = support::result(&out);
     assert_eq!(resources(&r)["label"], "loader cpus 1 | system unbudgeted");
     let e = enforced(&r, "loader", "affinity");

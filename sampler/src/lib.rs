@@ -78,6 +78,10 @@ pub struct SamplerConfig {
     pub targets: Vec<(String, TargetSpec)>,
     /// Sampling period; 1 s unless there is a reason.
     pub interval: Duration,
+    /// Figures written beside a target's own on every tick, `(target label, metric,
+    /// value)`: the resource budget its side was granted (`budget_cores`,
+    /// `budget_memory_bytes`), so that every second's row compares with it.
+    pub budgets: Vec<(String, String, f64)>,
 }
 
 impl SamplerConfig {
@@ -86,6 +90,7 @@ impl SamplerConfig {
         SamplerConfig {
             targets,
             interval: Duration::from_secs(1),
+            budgets: Vec::new(),
         }
     }
 }

@@ -164,6 +164,7 @@ pub(crate) fn start_inner(
     out_csv: Option<&Path>,
 ) -> Result<SamplerHandle, SamplerError> {
     let targets = build_targets(&config)?;
+    let budgets = config.budgets.clone();
     let writer = match out_csv {
         Some(p) => {
             let f = std::fs::File::create(p).map_err(|e| SamplerError::io(p, e))?;
@@ -190,7 +191,7 @@ pub(crate) fn start_inner(
                 .enable_all()
                 .build()
                 .map_err(|e| SamplerError::Thread(e.to_string()))?;
-            rt.block_on(run(targets, interval, writer, sh, stop_rx))
+            rt.block_on(run(targets, &budgets, interval, writer, sh, stop_rx))
         })
         .map_err(|e| SamplerError::Thread(e.to_string()))?;
     Ok(SamplerHandle {
@@ -202,6 +203,7 @@ pub(crate) fn start_inner(
 
 async fn run(
     mut targets: Vec<Target>,
+    budgets: &[(String, String, f64)],
     interval: std::time::Duration,
     mut writer: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
     shared: Shared,
@@ -242,13 +244,20 @@ async fn run(
         }
         batch.clear();
         for t in &mut targets {
-            let metrics = match &mut t.probe {
+            let mut metrics = match &mut t.probe {
                 AnyProbe::Cgroup(p) => p.sample(Instant::now()),
                 AnyProbe::Proc(p) => p.sample(Instant::now()),
                 AnyProbe::Host(p) => p.sample(Instant::now()),
                 #[cfg(feature = "postgres")]
                 AnyProbe::Pg(p) => p.sample().await,
             };
+            // The side's budget beside the target's own figures.
+            metrics.extend(
+                budgets
+                    .iter()
+                    .filter(|(l, _, _)| sanitize(l) == *t.label)
+                    .map(|(_, m, v)| (m.clone(), Some(*v))),
+            );
             for (m, value) in metrics {
                 let metric = match metric_names.get(&m) {
                     Some(a) => a.clone(),

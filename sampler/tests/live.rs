@@ -332,6 +332,7 @@ fn vanished_target_gives_empty_fields() {
     let cfg = SamplerConfig {
         targets: vec![("sleeper".into(), TargetSpec::Pid(pid))],
         interval: Duration::from_millis(200),
+        ..Default::default()
     };
     let tmp = tempfile::tempdir().unwrap();
     let h = sampler::start(cfg, &tmp.path().join("s.csv")).unwrap();
@@ -367,6 +368,7 @@ fn bad_configs_are_clear_errors_and_never_leak_passwords() {
     let cfg = SamplerConfig {
         targets: vec![(String::new(), spec)],
         interval: Duration::from_millis(200),
+        ..Default::default()
     };
     match sampler::start(cfg, &out) {
         Err(e) => {

@@ -22,6 +22,7 @@ async fn serve_and_pull() {
     let cfg = SamplerConfig {
         targets: vec![("self".into(), TargetSpec::Pid(std::process::id()))],
         interval: Duration::from_millis(200),
+        ..Default::default()
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(sampler::serve(listener, cfg, async {

@@ -54,6 +54,8 @@ pub fn start(s: &Scenario, dir: &Path) -> Result<Sampling> {
     }
     let mut config = SamplerConfig::new(targets);
     config.interval = s.sample.interval.0;
+    // Each side's resource budget, in every second's rows (sampler/FORMAT.md).
+    config.budgets = crate::scenario::resources::per_second(s.resources.as_ref(), &system_labels);
     let path = dir.join("samples.csv");
     let handle = sampler::start(config, &path).context("starting the sampler")?;
     Ok(Sampling {

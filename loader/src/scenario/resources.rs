@@ -174,6 +174,49 @@ impl ResourcesSection {
     }
 }
 
+/// The cores a side is granted: min(CPUs in its set, its quota); `None` without a
+/// CPU budget.
+pub fn cores_granted(s: Option<&cell_record::resources::SideAsked>) -> Option<f64> {
+    let s = s?;
+    let set = s
+        .cpus
+        .as_deref()
+        .and_then(|c| parse_cpus(c).ok())
+        .map(|c| c.len() as f64);
+    match (set, s.cpu_quota) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The per-second figures of each side's budget, for the sampler to write beside the
+/// side's targets: `(target label, metric, value)` with `budget_cores` and
+/// `budget_memory_bytes`. `loader` is the loader's label; `system` the system's
+/// sampled targets (each carries the whole budget the system's processes share; a
+/// system sampled as the loader itself, the control broker, carries none: the
+/// loader's is its).
+pub fn per_second(r: Option<&ResourcesSection>, system: &[String]) -> Vec<(String, String, f64)> {
+    let Some(r) = r else { return Vec::new() };
+    let a = r.asked();
+    let mut out = Vec::new();
+    let mut side = |labels: Vec<String>, s: Option<&cell_record::resources::SideAsked>| {
+        for l in labels {
+            if let Some(c) = cores_granted(s) {
+                out.push((l.clone(), "budget_cores".to_string(), c));
+            }
+            if let Some(m) = s.and_then(|s| s.memory_bytes) {
+                out.push((l, "budget_memory_bytes".to_string(), m as f64));
+            }
+        }
+    };
+    side(vec!["loader".into()], a.loader.as_ref());
+    side(
+        system.iter().filter(|l| *l != "loader").cloned().collect(),
+        a.system.as_ref(),
+    );
+    out
+}
+
 /// One line naming the budget asked (the same budget, the same line; the processes
 /// it names are left out: they change from run to run). `"no budget"` without one.
 pub fn label(r: Option<&ResourcesSection>) -> String {

@@ -5,20 +5,7 @@
 
 use cell_record::resources::{Asked, SideAsked, SideUse};
 
-/// The cores a side is granted: min(CPUs in its set, its quota); `None` without a
-/// CPU budget.
-pub fn cores_granted(s: Option<&SideAsked>) -> Option<f64> {
-    let s = s?;
-    let set = s
-        .cpus
-        .as_deref()
-        .and_then(|c| crate::scenario::resources::parse_cpus(c).ok())
-        .map(|c| c.len() as f64);
-    match (set, s.cpu_quota) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
+use crate::scenario::resources::cores_granted;
 
 /// The loader's and the system's use, each against its budget.
 pub fn sides(asked: Option<&Asked>, cost: &sampler::CostSummary) -> Vec<SideUse> {
