@@ -182,6 +182,7 @@ fn cell_section(
         verdict = if r.verdict.pass { "PASS" } else { "FAIL" },
     );
     provenance(s, &c.result);
+    resources(s, &c.result);
     let reasons: Vec<&String> = r
         .verdict
         .reasons
@@ -271,6 +272,48 @@ fn provenance(s: &mut String, r: &cell_record::CellResult) {
     let _ = writeln!(s, ".</p>");
 }
 
+/// The cell's resource budget (`resources`, issue 42): the label of the budget
+/// asked, what was enforced and how (or why not), and each side's use against it.
+/// A record without the block ran with no budget.
+fn resources(s: &mut String, r: &cell_record::CellResult) {
+    let label = cell_record::resources::Resources::label_of(r.resources.as_ref());
+    let _ = write!(s, "<p>Resources: {}", esc(label));
+    if let Some(b) = &r.resources {
+        for e in &b.enforced {
+            if e.ok {
+                let _ = write!(s, "; {} {}: {}", esc(&e.side), esc(&e.what), esc(&e.how));
+            } else {
+                let _ = write!(
+                    s,
+                    "; <span class=\"VOID\">{} {} NOT ENFORCED: {}</span>",
+                    esc(&e.side),
+                    esc(&e.what),
+                    esc(&e.how)
+                );
+            }
+        }
+        for u in &b.usage {
+            let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+            let mib = |x: Option<f64>| {
+                x.map_or("n/a".to_string(), |v| format!("{:.0} MiB", v / 1048576.0))
+            };
+            let _ = write!(
+                s,
+                "; {} used {} cores (peak {}) of {} granted, peak memory {} of {}",
+                esc(&u.side),
+                f(u.cores_mean),
+                f(u.cores_peak),
+                u.cores_granted
+                    .map_or("none".to_string(), |g| format!("{g:.2}")),
+                mib(u.memory_peak_bytes),
+                u.memory_limit_bytes
+                    .map_or("no limit".to_string(), |l| mib(Some(l as f64)))
+            );
+        }
+    }
+    let _ = writeln!(s, ".</p>");
+}
+
 /// `target` relative to the directory `from` (both made absolute first).
 pub fn relative(from: &Path, target: &Path) -> String {
     let abs = |p: &Path| {
@@ -329,6 +372,40 @@ mod tests {
         );
         assert!(s.contains("build stated: ab23212"), "{s}");
         assert!(s.contains("settings: store.fsync=on"), "{s}");
+    }
+
+    #[test]
+    fn cell_section_names_the_budget_and_what_was_enforced() {
+        let none = cell_record::CellResult::parse(
+            Path::new("x/result.json"),
+            r#"{"schema_version":1,"outcome":"PASS"}"#,
+        )
+        .unwrap();
+        let mut s = String::new();
+        super::resources(&mut s, &none);
+        assert!(s.contains("Resources: no budget"), "{s}");
+        let r = cell_record::CellResult::parse(
+            Path::new("x/result.json"),
+            r#"{"schema_version":1,"outcome":"PASS","resources":{"schema":1,"label":"loader cpus 0 | system cpus 1",
+               "enforced":[{"side":"system","what":"affinity","ok":true,"how":"affinity cpus 1 on 9 threads of 6 processes"},
+                           {"side":"system","what":"memory","ok":false,"how":"no controller"}],
+               "use":[{"side":"system","cores_mean":0.5,"cores_granted":1.0,"memory_peak_bytes":1048576}]}}"#,
+        )
+        .unwrap();
+        let mut s = String::new();
+        super::resources(&mut s, &r);
+        assert!(s.contains("loader cpus 0 | system cpus 1"), "{s}");
+        assert!(s.contains("on 9 threads of 6 processes"), "{s}");
+        assert!(
+            s.contains("system memory NOT ENFORCED: no controller"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "system used 0.50 cores (peak n/a) of 1.00 granted, peak memory 1 MiB of no limit"
+            ),
+            "{s}"
+        );
     }
 
     #[test]
