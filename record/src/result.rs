@@ -244,6 +244,8 @@ pub struct Throughput {
     /// Pipeline cells since 2026-12: deliveries made while the rated window ran, per
     /// second.
     pub window_deliveries_per_sec: Option<f64>,
+    /// Stream cells: served below the held rule's share, or an e2e p99 above 5 s.
+    pub behind: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -253,6 +255,8 @@ pub struct Latency {
     pub e2e_b: Summary,
     /// Stream cells: every delivery.
     pub e2e: Summary,
+    /// Stream cells: one push request, sent to accepted.
+    pub push: Summary,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

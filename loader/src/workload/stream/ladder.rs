@@ -52,7 +52,9 @@ pub fn cell_name(name: &str, rate: u64) -> String {
     format!("{name}-r{rate}")
 }
 
-/// `ladder.csv`: one row per cell of a ladder, read back from each result.json.
+/// `ladder.csv`: one row per cell of a ladder, read back from each result.json through
+/// the record's typed reader; `served_pct` is served as docs/record.md defines it (at
+/// most 100).
 pub fn ladder_table(dirs: &[PathBuf]) -> anyhow::Result<String> {
     use anyhow::Context;
     use std::fmt::Write as _;
@@ -60,31 +62,27 @@ pub fn ladder_table(dirs: &[PathBuf]) -> anyhow::Result<String> {
         "cell,outcome,rate,offered_per_sec,published_per_sec,popped_per_sec,served_pct,behind,e2e_p50_ms,e2e_p99_ms,e2e_p999_ms,push_p99_ms,shed,partitions_created\n",
     );
     for d in dirs {
-        let p = d.join("result.json");
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        let r: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
-        let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-        let t = &r["throughput"];
-        let l = &r["latency_ms"];
+        // The record's one reader (crossbench-record), as every reader of a record.
+        let c = report::CellRecord::load(d).with_context(|| format!("reading {}", d.display()))?;
+        let r = &c.result;
+        let (t, l) = (&r.throughput, &r.latency_ms);
         let _ = writeln!(
             o,
             "{},{},{},{:.0},{:.0},{:.0},{:.1},{},{:.1},{:.1},{:.1},{:.1},{},{}",
-            r["cell"].as_str().unwrap_or(""),
-            r["outcome"].as_str().unwrap_or(""),
-            r["workload"]["rate_msgs_per_sec"],
-            f(&t["offered_per_sec"]),
-            f(&t["published_per_sec"]),
-            f(&t["popped_per_sec"]),
-            100.0 * f(&t["served_fraction"]),
-            t["behind"],
-            f(&l["e2e"]["p50_ms"]),
-            f(&l["e2e"]["p99_ms"]),
-            f(&l["e2e"]["p999_ms"]),
-            f(&l["push"]["p99_ms"]),
-            r["flows"]["S"]["shed"],
-            r["partitions"]["created"],
+            r.cell,
+            r.outcome,
+            r.workload.rate_msgs_per_sec,
+            t.offered_per_sec,
+            t.published_per_sec,
+            t.popped_per_sec,
+            100.0 * c.served_in_window(),
+            t.behind,
+            l.e2e.p50_ms,
+            l.e2e.p99_ms,
+            l.e2e.p999_ms,
+            l.push.p99_ms,
+            r.flows.values().map(|f| f.shed).sum::<u64>(),
+            r.partitions.as_ref().map_or(0, |p| p.created),
         );
     }
     Ok(o)
