@@ -2,6 +2,12 @@
 //! same `read_grouped_head` + `delete` calls on the same server and the same backlog,
 //! side by side.
 //!
+//! The other side is pgbench, not pgmq's bare loop (`adapters/src/pgmq/bare.rs`, which
+//! `crossbench selftest tax` runs): pgbench is PostgreSQL's own native client, outside
+//! the project's Rust and sqlx, so it bounds what the server gives these calls rather
+//! than what this project's client code does; no copy of the bare loop lives here. The
+//! adapter side and the backlog are `support::raw`'s, as in the other raw-ratio tests.
+//!
 //! - `pgmq_raw_consume_ratio_has_not_collapsed` runs in CI (the README's test command):
 //!   the best of up to three pairs must stay above [`FLOOR`]. The floor is far below the
 //!   target (0.9) and below what a debug build on a loaded machine gives: it catches a
@@ -22,18 +28,12 @@
 mod support;
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adapters::pgmq::{PgmqBroker, PgmqOptions};
-use adapters::{
-    BatchHandler, Broker, ConsumeOptions, Disposition, Durability, KeyBatch, StreamCounters,
-    TopicSpec, Topology,
-};
-use async_trait::async_trait;
-use bytes::Bytes;
-use tokio_util::sync::CancellationToken;
+use adapters::{Broker, Topology};
+use support::raw::{median, Side, Work};
 
 const GROUPS: u64 = 200;
 const PER_GROUP: u64 = 50; // 10 000 messages
@@ -45,42 +45,25 @@ const FLOOR: f64 = 0.2;
 const REPS: usize = 3;
 
 fn topo() -> Topology {
-    Topology {
-        topics: vec![TopicSpec {
-            name: "raw".into(),
-            groups: vec!["g".into()],
-        }],
-        keys: GROUPS,
-        lanes: GROUPS,
-        durability: Durability::Default,
-        dedup_window_sec: 0,
-        reset: true,
-        sharing: adapters::Sharing::ALONE,
-    }
+    support::topology("raw", &["g"], GROUPS, GROUPS)
 }
 
-async fn fill(b: &PgmqBroker) {
+/// The backlog: PER_GROUP messages of each group, 10 per publish, group by group.
+const FILL: Work = Work {
+    n: GROUPS * PER_GROUP,
+    keys: GROUPS,
+    tasks: 1,
+    per_call: 10,
+    bytes: 224,
+};
+
+/// A fresh queue holding the backlog; the adapter on it.
+async fn fill(opts: &PgmqOptions) -> (Arc<PgmqBroker>, Side) {
+    let b = Arc::new(PgmqBroker::new(opts.clone()).unwrap());
     b.setup(&topo()).await.expect("setup");
-    let pad = "x".repeat(200);
-    for chunk in 0..(PER_GROUP / 10) {
-        for g in 0..GROUPS {
-            let ps: Vec<Bytes> = (0..10)
-                .map(|i| Bytes::from(format!(r#"{{"g":{g},"s":{},"b":"{pad}"}}"#, chunk * 10 + i)))
-                .collect();
-            b.publish("raw", &format!("p{g}"), &ps).await.unwrap();
-        }
-    }
-}
-
-struct Count(AtomicU64);
-
-#[async_trait]
-impl BatchHandler for Count {
-    async fn handle(&self, batch: KeyBatch) -> Disposition {
-        self.0
-            .fetch_add(batch.messages.len() as u64, Ordering::Relaxed);
-        Disposition::Ack
-    }
+    let side = Side::adapter(b.clone(), &topo(), QTY, 1000);
+    side.publish(FILL).await;
+    (b, side)
 }
 
 const PGBENCH_SCRIPT: &str = "\
@@ -122,36 +105,13 @@ async fn measure() -> (f64, f64) {
     };
 
     // Adapter side.
-    let b = Arc::new(PgmqBroker::new(opts.clone()).unwrap());
-    fill(&b).await;
-    let count = Arc::new(Count(AtomicU64::new(0)));
-    let stop = CancellationToken::new();
-    let t0 = Instant::now();
-    let task = {
-        let (b2, h, s) = (
-            b.clone(),
-            count.clone() as Arc<dyn BatchHandler>,
-            stop.clone(),
-        );
-        let o = ConsumeOptions {
-            batch: QTY,
-            lanes: 1000,
-            counters: Arc::new(StreamCounters::default()),
-        };
-        tokio::spawn(async move { b2.consume("raw", "g", o, h, s).await })
-    };
-    while count.0.load(Ordering::Relaxed) < total && t0.elapsed() < Duration::from_secs(300) {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    let adapter_secs = t0.elapsed().as_secs_f64();
-    stop.cancel();
-    task.await.unwrap().unwrap();
+    let (b, adapter) = fill(&opts).await;
+    let adapter_secs = adapter.consume(total).await.as_secs_f64();
     let adapter_rate = total as f64 / adapter_secs;
     let stats = b.counters();
 
     // pgbench side: same backlog, same calls, READERS clients.
-    let b = PgmqBroker::new(opts).unwrap();
-    fill(&b).await;
+    fill(&opts).await;
     let script = tempfile_path();
     std::fs::write(&script, PGBENCH_SCRIPT).unwrap();
     let t1 = Instant::now();
@@ -242,7 +202,7 @@ async fn pgmq_raw_consume_ratio() {
     ratios.sort_by(f64::total_cmp);
     println!(
         "RATIO over {REPS} pairs: median {:.2}, min {:.2}, max {:.2}",
-        ratios[REPS / 2],
+        median(ratios.clone()),
         ratios[0],
         ratios[REPS - 1]
     );
