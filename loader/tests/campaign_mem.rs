@@ -219,6 +219,17 @@ fn resume_after_a_kill_runs_only_what_is_missing() {
     let rec = CampaignRecord::read(&out).unwrap();
     assert_eq!(rec.status, "complete");
     assert!(rec.cells.iter().all(|c| c.status == CellStatus::Done));
+    // Two sittings: the killed run (never ended) and the resume, each naming its
+    // machine and its build.
+    assert_eq!(rec.sittings.len(), 2, "{:?}", rec.sittings);
+    assert!(rec.sittings[0].ended_utc.is_none(), "{:?}", rec.sittings);
+    assert_eq!(rec.sittings[1].cells_run, 12 - done.len());
+    assert!(
+        rec.sittings[1].machine.ends_with("cores")
+            && !rec.sittings[1].crossbench.git_commit.is_empty(),
+        "{:?}",
+        rec.sittings[1]
+    );
     let after: Vec<_> = done.iter().map(|id| stamp(id)).collect();
     assert_eq!(
         before, after,

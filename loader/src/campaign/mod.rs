@@ -250,6 +250,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
                 })
                 .collect(),
             host_probes: Vec::new(),
+            sittings: Vec::new(),
         }
     };
     if req.dry_run {
@@ -268,6 +269,8 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     rec.status = "running".into();
     rec.ended_utc = None;
     let _lock = crate::cli::lock::acquire(req.quiet)?;
+    // This run is a sitting of its own: a resume on another machine says so.
+    rec.sittings.push(record::SittingEntry::now());
     rec.write(&dir)?;
 
     let rt = match req.timing {
@@ -300,6 +303,10 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     }
     .into();
     rec.ended_utc = Some(utc(SystemTime::now()));
+    if let Some(st) = rec.sittings.last_mut() {
+        st.ended_utc = rec.ended_utc.clone();
+        st.cells_run = ran;
+    }
     rec.write(&dir)?;
     let text = progress::closing(&rec, &dir);
     print!("{text}");

@@ -89,6 +89,45 @@ pub struct CampaignRecord {
     /// every sitting skipped it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_probes: Vec<crate::record::host_stalls::StallProbe>,
+    /// Every sitting that ran cells into this directory (the first run, then each
+    /// `--resume`), with its machine, its build and its times: the top-level `host`
+    /// and `crossbench` are the first sitting's only (added 2026-12; absent in records
+    /// written before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sittings: Vec<SittingEntry>,
+}
+
+/// One sitting of a campaign: one run of `crossbench campaign` (or `--resume`) on one
+/// machine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SittingEntry {
+    pub started_utc: String,
+    pub ended_utc: Option<String>,
+    /// `CPU model, N cores`, and the hostname.
+    pub machine: String,
+    pub hostname: String,
+    pub crossbench: BuildInfoRecord,
+    /// The build had uncommitted changes: no commit in the history is it.
+    pub dirty: bool,
+    /// Cells this sitting ran to their end.
+    pub cells_run: usize,
+}
+
+impl SittingEntry {
+    /// A sitting starting now, on this machine, with this build.
+    pub fn now() -> SittingEntry {
+        let h = Host::probe();
+        let b = BuildInfo::current();
+        SittingEntry {
+            started_utc: crate::record::invocation::utc(std::time::SystemTime::now()),
+            ended_utc: None,
+            machine: format!("{}, {} cores", h.cpu_model, h.cores),
+            hostname: h.hostname.clone(),
+            dirty: b.dirty(),
+            crossbench: b.into(),
+            cells_run: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
