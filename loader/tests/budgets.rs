@@ -38,7 +38,7 @@ impl Drop for Victim {
 }
 
 /// Each thread's `Cpus_allowed_list` of process `pid` (empty when it is gone).
-fn allowed(pid: u32) -> Vec<(String, String)> {
+fn allowed(pid: u32) -> Threads {
     let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -54,6 +54,47 @@ fn allowed(pid: u32) -> Vec<(String, String)> {
     }
     out.sort();
     out
+}
+
+/// `root` and its descendants now (from each process's parent in `/proc/<pid>/stat`).
+fn tree(root: u32) -> Vec<u32> {
+    let mut parent = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // The field after the command's closing parenthesis: state, then ppid.
+        if let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        {
+            parent.push((pid, ppid));
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parent.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Each thread of a process and its `Cpus_allowed_list`.
+type Threads = Vec<(String, String)>;
+
+/// Every thread of every process of `root`'s tree, with its CPU list and its
+/// process's cgroups.
+fn tree_state(root: u32) -> Vec<(u32, Threads, String)> {
+    tree(root)
+        .into_iter()
+        .map(|p| (p, allowed(p), cgroups(p)))
+        .filter(|(_, a, _)| !a.is_empty())
+        .collect()
 }
 
 /// `/proc/<pid>/cgroup`: the process's cgroup in every hierarchy.
@@ -80,8 +121,13 @@ fn two_cpus() -> bool {
 
 /// A smoke cell through the binary, `-q`, into `out`, with `sets`.
 fn spawn(out: &Path, duration: &str, sets: &[String]) -> Child {
+    spawn_scenario("smoke.yaml", out, duration, sets)
+}
+
+/// [`spawn`] of another scenario.
+fn spawn_scenario(scenario: &str, out: &Path, duration: &str, sets: &[String]) -> Child {
     let mut c = support::binary();
-    c.arg("run").arg(support::scenario("smoke.yaml"));
+    c.arg("run").arg(support::scenario(scenario));
     let mut all: Vec<String> = support::RELAX_VOID.iter().map(|s| s.to_string()).collect();
     all.push(format!("duration={duration}"));
     all.push("warmup=1s".into());
@@ -563,4 +609,85 @@ fn cgroup_v2_limits_where_the_host_has_them() {
     assert_eq!(max.trim(), "50000 100000");
     assert!(!dir.exists());
     assert_eq!(cgroups(victim.pid()), before);
+}
+
+/// The issue's own case: a PostgreSQL cluster with pgmq of the test's own, the loader
+/// on CPU 0 and the cluster (postmaster and every backend, those forked during the
+/// cell included) on CPU 1; PASS; as before afterwards; the same after Ctrl-C.
+#[test]
+fn a_pgmq_cell_on_a_victim_postgresql_runs_the_cluster_on_cpu_1_and_restores_it() {
+    if !two_cpus() {
+        return;
+    }
+    let Some(pg) = support::victims::need(
+        "a PostgreSQL cluster of the test's own",
+        support::victims::PgCluster::start_named(5441, "cbbudget"),
+    ) else {
+        return;
+    };
+    let root = pg.postmaster_pid().expect("the cluster's pid file");
+    for (sig, code) in [(None, 0), (Some(2), 130)] {
+        let before = tree_state(root);
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("cell");
+        let mut sets = budget(root, &[]);
+        sets.push(format!("pgmq.dsn={}", pg.dsn()));
+        let mut child = spawn_scenario(
+            "pgmq-smoke.yaml",
+            &out,
+            if sig.is_some() { "30s" } else { "6s" },
+            &sets,
+        );
+        support::wait_rated(&out);
+        let mut readings = Vec::new();
+        let mut loader = Vec::new();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) && child.try_wait().unwrap().is_none() {
+            for (_, threads, _) in tree_state(root) {
+                readings.push(threads);
+            }
+            loader.push(allowed(child.id()));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let processes_seen = tree(root).len();
+        if let Some(s) = sig {
+            support::signal(&child, s);
+        }
+        let (got, text) = output(child);
+        assert_eq!(got, code, "{text}");
+        // The cell's own backends were forked during it, from the pinned postmaster.
+        assert!(
+            processes_seen > before.len(),
+            "{processes_seen} processes in the cluster during the cell, {} before",
+            before.len()
+        );
+        assert_only_on(&readings, "1", 20, "the victim cluster's processes");
+        assert_only_on(&loader, "0", 20, "the loader");
+        let r = support::result(&out);
+        assert_eq!(
+            r["outcome"],
+            if sig.is_some() { "INTERRUPTED" } else { "PASS" },
+            "{}",
+            support::summary(&r)
+        );
+        assert_eq!(resources(&r)["label"], "loader cpus 0 | system cpus 1");
+        let how = enforced(&r, "system", "affinity")["how"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(how.starts_with("affinity cpus 1 on "), "{how}");
+        // After: every process there before has its threads' masks and cgroups back.
+        let after = tree_state(root);
+        for (pid, threads, cg) in &before {
+            if let Some((_, t2, c2)) = after.iter().find(|(p, _, _)| p == pid) {
+                assert_eq!((t2, c2), (threads, cg), "process {pid} after the cell");
+            }
+        }
+        assert!(
+            after
+                .iter()
+                .all(|(_, t, _)| t.iter().all(|(_, l)| *l == before[0].1[0].1)),
+            "a process of the cluster left on another mask: {after:?}"
+        );
+    }
 }

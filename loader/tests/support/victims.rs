@@ -86,6 +86,12 @@ impl PgCluster {
     /// `Err` with the reason when the machine cannot make one (no postgresql-common,
     /// no pgmq), or when it does not come up.
     pub fn start(port: u16) -> Result<PgCluster, String> {
+        PgCluster::start_named(port, "cbfaults")
+    }
+
+    /// [`PgCluster::start`] under a cluster name of the caller's (tests of different
+    /// files that may run at once keep to their own clusters).
+    pub fn start_named(port: u16, name: &str) -> Result<PgCluster, String> {
         if let Some(m) = missing(&["pg_createcluster", "pg_ctlcluster", "psql"]) {
             return Err(m);
         }
@@ -95,7 +101,7 @@ impl PgCluster {
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
             .max()
             .ok_or("no PostgreSQL version installed")?;
-        let name = "cbfaults".to_string();
+        let name = name.to_string();
         // A cluster left by a crashed run goes first.
         let _ = sh(&format!("pg_dropcluster --stop {version} {name}"));
         let (ok, out) = sh(&format!(
@@ -144,6 +150,20 @@ impl PgCluster {
     /// Every process of the cluster (postmaster and backends).
     pub fn process_pattern(&self) -> String {
         format!("{}/{}", self.version, self.name)
+    }
+
+    /// The postmaster's pid, from the cluster's pid file.
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(format!(
+            "/var/run/postgresql/{}-{}.pid",
+            self.version, self.name
+        ))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
     }
 
     pub fn log_path(&self) -> String {
