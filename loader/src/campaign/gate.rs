@@ -28,6 +28,18 @@ use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
 use crate::scenario::{self, Loaded};
 
+/// One leg the gate ran and the record it left.
+#[derive(Debug)]
+struct LegRecord {
+    /// 0: the baseline, 1: the candidate.
+    arm: usize,
+    /// 1: the first stage, 2: the confirmation.
+    stage: u8,
+    /// The pair, from 1.
+    pair: usize,
+    record: CellRecord,
+}
+
 /// One `gate` request.
 #[derive(Debug, Clone)]
 pub struct GateRequest {
@@ -242,11 +254,11 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         },
     ];
     let mut legs: Vec<Leg> = Vec::new();
-    let mut records: Vec<(usize, u8, usize, CellRecord)> = Vec::new(); // (arm, stage, pair, record)
+    let mut records: Vec<LegRecord> = Vec::new();
     let run_stage = |stage: u8,
                      reversed: bool,
                      legs: &mut Vec<Leg>,
-                     records: &mut Vec<(usize, u8, usize, CellRecord)>|
+                     records: &mut Vec<LegRecord>|
      -> anyhow::Result<()> {
         for pair in 1..=req.pairs {
             // ABBA: pairs alternate which arm goes first; the confirmation stage
@@ -291,7 +303,12 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
                     outcome: outcome.clone(),
                 });
                 if r.is_ok() {
-                    records.push((arm, stage, pair, CellRecord::load(&cell_dir)?));
+                    records.push(LegRecord {
+                        arm,
+                        stage,
+                        pair,
+                        record: CellRecord::load(&cell_dir)?,
+                    });
                 }
             }
         }
@@ -303,7 +320,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
     if !req.calibrate && bsets == csets {
         reasons.push("A/A: the candidate is the baseline (the same overrides): a sanity check of the gate on this host".into());
     }
-    let void_legs = records.iter().filter(|r| r.3.is_void()).count()
+    let void_legs = records.iter().filter(|r| r.record.is_void()).count()
         + legs
             .iter()
             .filter(|l| l.outcome.starts_with("ERROR"))
@@ -314,18 +331,17 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
         .map(|l| l.dir.clone())
         .collect();
     // Each pair's (baseline, candidate) figure of a metric, from its PASS legs.
-    let values =
-        |records: &[(usize, u8, usize, CellRecord)], stage: u8, m: Metric| -> Vec<PairFigures> {
-            let get = |arm: usize, pair: usize| {
-                records
-                    .iter()
-                    .find(|r| r.0 == arm && r.1 == stage && r.2 == pair)
-                    .filter(|r| r.3.result.outcome == Outcome::Pass)
-                    .and_then(|r| m.read(&r.3))
-                    .filter(|v| v.is_finite())
-            };
-            (1..=req.pairs).map(|p| (get(0, p), get(1, p))).collect()
+    let values = |records: &[LegRecord], stage: u8, m: Metric| -> Vec<PairFigures> {
+        let get = |arm: usize, pair: usize| {
+            records
+                .iter()
+                .find(|r| r.arm == arm && r.stage == stage && r.pair == pair)
+                .filter(|r| r.record.result.outcome == Outcome::Pass)
+                .and_then(|r| m.read(&r.record))
+                .filter(|v| v.is_finite())
         };
+        (1..=req.pairs).map(|p| (get(0, p), get(1, p))).collect()
+    };
 
     if req.calibrate {
         let mut pairs = Vec::new();
@@ -333,8 +349,10 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
             let get = |arm: usize| {
                 records
                     .iter()
-                    .find(|r| r.0 == arm && r.2 == p && r.3.result.outcome == Outcome::Pass)
-                    .map(|r| figures(&r.3))
+                    .find(|r| {
+                        r.arm == arm && r.pair == p && r.record.result.outcome == Outcome::Pass
+                    })
+                    .map(|r| figures(&r.record))
             };
             if let (Some(a), Some(b)) = (get(0), get(1)) {
                 pairs.push((a, b));
@@ -368,7 +386,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
     let mut verdict = Verdict::Pass;
     // Legs on one machine under one budget, or no comparison (the candidate's
     // overrides may change the budget: then the ratio is the budget's, not the change's).
-    let leg_cells: Vec<&CellRecord> = records.iter().map(|r| &r.3).collect();
+    let leg_cells: Vec<&CellRecord> = records.iter().map(|r| &r.record).collect();
     let footing = report::comparability::not_comparable_legs(&leg_cells);
     if !fail_legs.is_empty() && !req.calibrate {
         verdict = Verdict::CandidateFail;
