@@ -641,15 +641,17 @@ fn a_pgmq_cell_on_a_victim_postgresql_runs_the_cluster_on_cpu_1_and_restores_it(
         support::wait_rated(&out);
         let mut readings = Vec::new();
         let mut loader = Vec::new();
+        let mut processes_seen = 0;
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(3) && child.try_wait().unwrap().is_none() {
-            for (_, threads, _) in tree_state(root) {
+            let now = tree_state(root);
+            processes_seen = processes_seen.max(now.len());
+            for (_, threads, _) in now {
                 readings.push(threads);
             }
             loader.push(allowed(child.id()));
             std::thread::sleep(Duration::from_millis(100));
         }
-        let processes_seen = tree(root).len();
         if let Some(s) = sig {
             support::signal(&child, s);
         }
