@@ -414,6 +414,19 @@ fn a_budget_naming_no_running_process_is_exit_2_naming_the_field_with_nothing_wr
         "{text}"
     );
     assert!(!out.exists(), "nothing written: {}", out.display());
+    // A pid file that names no process (or does not exist) is the same.
+    let child = spawn(
+        &out,
+        "2s",
+        &[
+            "resources.system.targets=[\"proc:no-such-process-anywhere-42\", \"pidfile:/nonexistent/x.pid\"]".into(),
+            "resources.system.cpus=\"0\"".into(),
+        ],
+    );
+    let (code, text) = output(child);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("resources.system.targets[0]"), "{text}");
+    assert!(!out.exists(), "nothing written: {}", out.display());
 }
 
 #[test]
@@ -630,7 +643,10 @@ fn a_pgmq_cell_on_a_victim_postgresql_runs_the_cluster_on_cpu_1_and_restores_it(
         let before = tree_state(root);
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("cell");
+        // Named by its pid file, as a server is named in a scenario.
+        let pidfile = format!("/var/run/postgresql/{}-{}.pid", pg.version, pg.name);
         let mut sets = budget(root, &[]);
+        sets[1] = format!("resources.system.targets=[\"pidfile:{pidfile}\"]");
         sets.push(format!("pgmq.dsn={}", pg.dsn()));
         let mut child = spawn_scenario(
             "pgmq-smoke.yaml",
@@ -673,6 +689,10 @@ fn a_pgmq_cell_on_a_victim_postgresql_runs_the_cluster_on_cpu_1_and_restores_it(
             support::summary(&r)
         );
         assert_eq!(resources(&r)["label"], "loader cpus 0 | system cpus 1");
+        assert_eq!(
+            resources(&r)["asked"]["system"]["targets"][0],
+            format!("pidfile:{pidfile}")
+        );
         let how = enforced(&r, "system", "affinity")["how"]
             .as_str()
             .unwrap()

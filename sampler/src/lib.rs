@@ -39,21 +39,21 @@ pub use samples::{parse_samples, read_samples, Sample, SampleSet, HEADER, VERSIO
 pub use spec::{redact_dsn, TargetKind, TargetSpec, TARGET_FORMS};
 
 /// The processes a process target names now, each with its descendants: `pid:<n>`
-/// (when it exists), `proc:<pattern>` (the matching processes, never the calling
+/// (when it exists), `pidfile:<path>` (the pid its first line names, when it exists),
+/// `proc:<pattern>` (the matching processes, never the calling
 /// one), `loader` (the calling process). `None` for a target that is not processes
 /// (a cgroup, a container, the host, PostgreSQL internals). The loader's resource
 /// budgets name the system's processes this way.
 pub fn target_processes(spec: &TargetSpec) -> Option<Vec<u32>> {
     let needs_cmdlines = matches!(spec, TargetSpec::ProcessPattern(_));
     let table = probe::ProcTable::scan(needs_cmdlines);
+    let alive = |p: u32| std::path::Path::new(&format!("/proc/{p}")).exists();
     let roots = match spec {
-        TargetSpec::Pid(p) => {
-            if std::path::Path::new(&format!("/proc/{p}")).exists() {
-                vec![*p]
-            } else {
-                Vec::new()
-            }
-        }
+        TargetSpec::Pid(p) => Some(*p).filter(|p| alive(*p)).into_iter().collect(),
+        TargetSpec::PidFile(f) => probe::pid_file(f)
+            .filter(|p| alive(*p))
+            .into_iter()
+            .collect(),
         TargetSpec::ProcessPattern(p) => table.matching(p),
         TargetSpec::Loader => vec![std::process::id()],
         _ => return None,

@@ -393,9 +393,15 @@ impl ProcTable {
     }
 }
 
+/// The pid a pid file names (its first line), if it can be read.
+pub(crate) fn pid_file(path: &Path) -> Option<u32> {
+    read(path)?.lines().next()?.trim().parse().ok()
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum ProcSource {
     Pid(u32),
+    PidFile(PathBuf),
     Pattern(String),
     Loader,
 }
@@ -429,6 +435,7 @@ impl ProcProbe {
     pub(crate) fn new(source: ProcSource) -> Self {
         let pids = match source {
             ProcSource::Pid(p) => vec![p],
+            ProcSource::PidFile(ref f) => pid_file(f).into_iter().collect(),
             ProcSource::Loader => vec![std::process::id()],
             ProcSource::Pattern(_) => Vec::new(),
         };
@@ -449,6 +456,7 @@ impl ProcProbe {
     pub(crate) fn resolve(&mut self, table: &ProcTable) {
         let roots = match &self.source {
             ProcSource::Pid(p) => vec![*p],
+            ProcSource::PidFile(f) => pid_file(f).into_iter().collect(),
             ProcSource::Loader => vec![std::process::id()],
             ProcSource::Pattern(pat) => table.matching(pat),
         };
@@ -474,8 +482,9 @@ impl ProcProbe {
         let (mut cpu, mut rss, mut anon, mut rd, mut wr) = (None, None, None, None, None);
         let mut alive = 0usize;
         let mut root_alive = true;
-        let root = match self.source {
-            ProcSource::Pid(p) => Some(p),
+        let root = match &self.source {
+            ProcSource::Pid(p) => Some(*p),
+            ProcSource::PidFile(_) => self.pids.first().copied(),
             ProcSource::Loader => Some(std::process::id()),
             ProcSource::Pattern(_) => None,
         };

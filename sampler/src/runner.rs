@@ -138,6 +138,9 @@ fn build_targets(config: &SamplerConfig) -> Result<Vec<Target>, SamplerError> {
                 roots.clone(),
             )),
             TargetSpec::Pid(p) => AnyProbe::Proc(ProcProbe::new(ProcSource::Pid(*p))),
+            TargetSpec::PidFile(f) => {
+                AnyProbe::Proc(ProcProbe::new(ProcSource::PidFile(f.clone())))
+            }
             TargetSpec::ProcessPattern(p) => {
                 AnyProbe::Proc(ProcProbe::new(ProcSource::Pattern(p.clone())))
             }

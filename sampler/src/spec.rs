@@ -17,6 +17,9 @@ pub enum TargetSpec {
     Container(String),
     /// A process and its descendants.
     Pid(u32),
+    /// The process whose pid is the first line of a pid file (read again at every
+    /// resolution: a restarted server is followed), and its descendants.
+    PidFile(PathBuf),
     /// Every process whose command line contains the pattern (or matches it as
     /// a glob when it contains `*` or `?`), with their descendants.
     ProcessPattern(String),
@@ -42,6 +45,7 @@ impl fmt::Display for TargetSpec {
             TargetSpec::CgroupGlob(g) => write!(f, "cgroup-glob:{g}"),
             TargetSpec::Container(c) => write!(f, "container:{c}"),
             TargetSpec::Pid(p) => write!(f, "pid:{p}"),
+            TargetSpec::PidFile(p) => write!(f, "pidfile:{}", p.display()),
             TargetSpec::ProcessPattern(p) => write!(f, "proc:{p}"),
             TargetSpec::Host => f.write_str("host"),
             TargetSpec::Loader => f.write_str("loader"),
@@ -51,7 +55,8 @@ impl fmt::Display for TargetSpec {
 }
 
 /// The accepted textual forms, for error messages and `--help`.
-pub const TARGET_FORMS: &str = "cgroup:<path>, cgroup-glob:<glob>, container:<id|name>, pid:<n>, \
+pub const TARGET_FORMS: &str =
+    "cgroup:<path>, cgroup-glob:<glob>, container:<id|name>, pid:<n>, pidfile:<path>, \
      proc:<cmdline substring or glob>, host, loader, postgres:<dsn>";
 
 impl FromStr for TargetSpec {
@@ -79,6 +84,7 @@ impl FromStr for TargetSpec {
             "cgroup-glob" => TargetSpec::CgroupGlob(rest.to_string()),
             "container" => TargetSpec::Container(rest.to_string()),
             "pid" => TargetSpec::Pid(rest.parse().map_err(|_| bad("pid is not a number"))?),
+            "pidfile" => TargetSpec::PidFile(PathBuf::from(rest)),
             "proc" => TargetSpec::ProcessPattern(rest.to_string()),
             "postgres" => TargetSpec::Postgres {
                 dsn: rest.to_string(),
@@ -95,7 +101,9 @@ impl TargetSpec {
             TargetSpec::CgroupPath(_) | TargetSpec::CgroupGlob(_) | TargetSpec::Container(_) => {
                 TargetKind::Cgroup
             }
-            TargetSpec::Pid(_) | TargetSpec::ProcessPattern(_) => TargetKind::Process,
+            TargetSpec::Pid(_) | TargetSpec::PidFile(_) | TargetSpec::ProcessPattern(_) => {
+                TargetKind::Process
+            }
             TargetSpec::Host => TargetKind::Host,
             TargetSpec::Loader => TargetKind::Loader,
             TargetSpec::Postgres { .. } => TargetKind::Postgres,

@@ -27,7 +27,8 @@ pub struct ResourcesSection {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct SideSection {
-    /// The system's processes (system only): `pid:<n>` or `proc:<pattern>`, as in
+    /// The system's processes (system only): `pid:<n>`, `pidfile:<path>` or
+    /// `proc:<pattern>`, as in
     /// `sample.targets`, each with its descendants.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<String>,
@@ -298,11 +299,13 @@ pub fn validate(r: &ResourcesSection) -> Result<(), ScenarioError> {
         for (i, t) in sys.targets.iter().enumerate() {
             let field = format!("resources.system.targets[{i}]");
             match t.parse::<sampler::TargetSpec>() {
-                Ok(sampler::TargetSpec::Pid(_)) | Ok(sampler::TargetSpec::ProcessPattern(_)) => {}
+                Ok(sampler::TargetSpec::Pid(_))
+                | Ok(sampler::TargetSpec::PidFile(_))
+                | Ok(sampler::TargetSpec::ProcessPattern(_)) => {}
                 Ok(other) => {
                     return Err(invalid(
                         &field,
-                        format!("{other}: a budget's processes are named pid:<n> or proc:<pattern> (each with its descendants)"),
+                        format!("{other}: a budget's processes are named pid:<n>, pidfile:<path> or proc:<pattern> (each with its descendants)"),
                     ))
                 }
                 Err(e) => return Err(invalid(&field, e.to_string())),
