@@ -346,6 +346,13 @@ pub trait Broker: Send + Sync {
         None
     }
 
+    /// The system's bare read path without this adapter's guard, driven by
+    /// concurrent readers to count exclusivity breaches ([`crate::race`]), when the
+    /// adapter guards a race of the system's own; `None` otherwise.
+    fn exclusivity_probe(&self) -> Option<Box<dyn crate::race::ExclusivityProbe>> {
+        None
+    }
+
     /// Release connections.
     async fn close(&self) -> Result<(), BrokerError>;
 }

@@ -16,6 +16,7 @@ pub mod options;
 #[cfg(feature = "postgres")]
 pub mod pg_settings;
 pub mod provenance;
+pub mod race;
 pub mod redact;
 pub mod registry;
 

@@ -1065,6 +1065,11 @@ impl Broker for PgmqBroker {
         m
     }
 
+    /// The bare grouped reads without the in-flight key guard (finding F3).
+    fn exclusivity_probe(&self) -> Option<Box<dyn crate::race::ExclusivityProbe>> {
+        Some(Box::new(super::race::PgmqRace::new(self.options.clone())))
+    }
+
     async fn close(&self) -> Result<(), BrokerError> {
         if let Some(p) = self.pool.get() {
             p.close().await;

@@ -11,3 +11,5 @@ mod adapter;
 pub use adapter::PgmqBroker;
 #[cfg(feature = "pgmq")]
 pub mod bare;
+#[cfg(feature = "pgmq")]
+pub mod race;

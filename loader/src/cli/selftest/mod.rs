@@ -25,11 +25,15 @@
 //! `selftest gate-power` simulates the gate's statistics with the noise of real A/A
 //! records, no cells ([`gate_power`], docs/gate.md).
 //!
+//! `selftest race` races a system's bare grouped reads without its adapter's guard
+//! and counts exclusivity breaches ([`race`], finding F3 as the seed ran it).
+//!
 //! `selftest stalls` is the host probe a campaign runs first: does this machine stall
 //! a guest whose cores are all busy ([`stalls`], `crate::record::host_stalls`).
 
 pub mod floor;
 pub mod gate_power;
+pub mod race;
 pub mod stalls;
 pub mod tax;
 pub mod verify;
@@ -79,6 +83,9 @@ pub enum Selftest {
     /// The gate's false-alarm and detection rates, simulated (no cells) with the
     /// noise of the A/A records under results/gates (docs/gate.md).
     GatePower(gate_power::GatePowerArgs),
+    /// Concurrent bare readers of a system's grouped read, without its adapter's
+    /// guard: exclusivity breaches per 90 s (finding F3, docs/performance.md).
+    Race(race::RaceArgs),
     /// Does this host stall a busy machine? Every core kept busy while a thread times
     /// 1 ms sleeps (the probe a campaign runs before its first cell).
     Stalls {
@@ -106,6 +113,7 @@ pub fn selftest(a: SelftestArgs) -> anyhow::Result<Exit> {
         } => verify::verify(lines, props, runs, dir, crossbench_meta),
         Selftest::Tax(a) => tax::tax(a),
         Selftest::GatePower(a) => gate_power::gate_power(a),
+        Selftest::Race(a) => race::race(a),
         Selftest::Stalls { secs, runs, json } => stalls::stalls(secs, runs, json),
     }
 }
