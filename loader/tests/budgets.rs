@@ -257,6 +257,18 @@ fn the_victim_runs_only_on_cpu_1_and_the_loader_on_cpu_0_and_both_are_restored()
         "{sys}"
     );
     assert_eq!(enforced(&r, "loader", "affinity")["ok"], true);
+    // The victim's use, read from its own samples: a busy loop, about one core of
+    // the one granted.
+    let usage = resources(&r)["use"].as_array().unwrap();
+    let sys = usage.iter().find(|u| u["side"] == "system").unwrap();
+    assert_eq!(sys["cores_granted"], 1.0);
+    let used = sys["cores_mean"].as_f64().unwrap();
+    assert!((0.5..1.1).contains(&used), "{sys}");
+    let samples = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    assert!(
+        samples.contains(",budget-system-0,process,budget_cores,1\n"),
+        "the victim's budget in its per-second rows"
+    );
     let inv = std::fs::read_to_string(out.join("invocation.txt")).unwrap();
     assert!(
         inv.contains("resources: loader cpus 0 | system cpus 1"),
@@ -571,6 +583,14 @@ fn cgroup_v1_limits_exist_during_the_cell_with_the_limit_written_and_are_gone_af
     let usage = resources(&r)["use"].as_array().unwrap();
     let sys = usage.iter().find(|u| u["side"] == "system").unwrap();
     assert_eq!(sys["cores_granted"], 0.5);
+    // The busy loop wants a whole core; the quota held it to about half of one, as
+    // the sampler read the victim itself (its own target, every second).
+    assert_eq!(
+        sys["sampled_as"],
+        serde_json::json!([format!("pid:{}", victim.pid())])
+    );
+    let used = sys["cores_mean"].as_f64().unwrap();
+    assert!((0.3..0.6).contains(&used), "{sys}");
     assert_eq!(sys["memory_limit_bytes"], 64u64 << 20);
 }
 
@@ -657,11 +677,11 @@ fn a_pgmq_cell_on_a_victim_postgresql_runs_the_cluster_on_cpu_1_and_restores_it(
         support::wait_rated(&out);
         let mut readings = Vec::new();
         let mut loader = Vec::new();
-        let mut processes_seen = 0;
+        let mut pids_seen = std::collections::BTreeSet::new();
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(3) && child.try_wait().unwrap().is_none() {
             let now = tree_state(root);
-            processes_seen = processes_seen.max(now.len());
+            pids_seen.extend(now.iter().map(|p| p.0));
             for (_, threads, _) in now {
                 readings.push(threads);
             }
@@ -674,10 +694,13 @@ fn a_pgmq_cell_on_a_victim_postgresql_runs_the_cluster_on_cpu_1_and_restores_it(
         let (got, text) = output(child);
         assert_eq!(got, code, "{text}");
         // The cell's own backends were forked during it, from the pinned postmaster.
+        let forked: Vec<&u32> = pids_seen
+            .iter()
+            .filter(|p| !before.iter().any(|b| b.0 == **p))
+            .collect();
         assert!(
-            processes_seen > before.len(),
-            "{processes_seen} processes in the cluster during the cell, {} before",
-            before.len()
+            !forked.is_empty(),
+            "no process of the cluster was forked during the cell: {pids_seen:?}"
         );
         assert_only_on(&readings, "1", 20, "the victim cluster's processes");
         assert_only_on(&loader, "0", 20, "the loader");

@@ -868,7 +868,7 @@ async fn run_joined<W: Workload>(
         }
     };
     // Budget (issue 42): restored here, its block with each side's use.
-    let resources = budget.finish(&cost);
+    let resources = budget.finish(&cost, &dir.join("samples.csv"));
     let ended = SystemTime::now();
     // The clock's bound at the end, for one loader of several (off the runtime: it
     // may run chronyc).

@@ -52,10 +52,18 @@ pub fn start(s: &Scenario, dir: &Path) -> Result<Sampling> {
         // The control broker runs inside the loader: the loader is the system.
         system_labels.push("loader".into());
     }
+    // A system budget's own processes, sampled as targets of their own (their use
+    // against the budget; not part of the system's cost figures).
+    for (label, spec) in crate::scenario::resources::budget_targets(s.resources.as_ref()) {
+        let t: TargetSpec = spec
+            .parse()
+            .with_context(|| format!("resources target {label}"))?;
+        targets.push((label, t));
+    }
     let mut config = SamplerConfig::new(targets);
     config.interval = s.sample.interval.0;
     // Each side's resource budget, in every second's rows (sampler/FORMAT.md).
-    config.budgets = crate::scenario::resources::per_second(s.resources.as_ref(), &system_labels);
+    config.budgets = crate::scenario::resources::per_second(s.resources.as_ref());
     let path = dir.join("samples.csv");
     let handle = sampler::start(config, &path).context("starting the sampler")?;
     Ok(Sampling {

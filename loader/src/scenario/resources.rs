@@ -190,14 +190,37 @@ pub fn cores_granted(s: Option<&cell_record::resources::SideAsked>) -> Option<f6
     }
 }
 
+/// The sampler's label of a system budget's target `i` (`budget-system-<i>`): the
+/// budget's own processes are sampled as targets of their own, whatever the system's
+/// default targets are, so that the side's use is read from exactly what it budgets.
+pub fn budget_label(i: usize) -> String {
+    format!("{BUDGET_TARGET_PREFIX}{i}")
+}
+
+/// What every [`budget_label`] starts with.
+pub const BUDGET_TARGET_PREFIX: &str = "budget-system-";
+
+/// The sampler targets of the system budget's processes: `(label, spec)`.
+pub fn budget_targets(r: Option<&ResourcesSection>) -> Vec<(String, String)> {
+    r.and_then(|r| r.system.as_ref())
+        .map(|s| {
+            s.targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (budget_label(i), t.trim().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The per-second figures of each side's budget, for the sampler to write beside the
 /// side's targets: `(target label, metric, value)` with `budget_cores` and
-/// `budget_memory_bytes`. `loader` is the loader's label; `system` the system's
-/// sampled targets (each carries the whole budget the system's processes share; a
-/// system sampled as the loader itself, the control broker, carries none: the
-/// loader's is its).
-pub fn per_second(r: Option<&ResourcesSection>, system: &[String]) -> Vec<(String, String, f64)> {
+/// `budget_memory_bytes`, on `loader` for the loader's and on each of the system
+/// budget's own targets ([`budget_targets`]) for the system's (each carries the whole
+/// budget its processes share).
+pub fn per_second(r: Option<&ResourcesSection>) -> Vec<(String, String, f64)> {
     let Some(r) = r else { return Vec::new() };
+    let system: Vec<String> = budget_targets(Some(r)).into_iter().map(|t| t.0).collect();
     let a = r.asked();
     let mut out = Vec::new();
     let mut side = |labels: Vec<String>, s: Option<&cell_record::resources::SideAsked>| {
@@ -211,10 +234,7 @@ pub fn per_second(r: Option<&ResourcesSection>, system: &[String]) -> Vec<(Strin
         }
     };
     side(vec!["loader".into()], a.loader.as_ref());
-    side(
-        system.iter().filter(|l| *l != "loader").cloned().collect(),
-        a.system.as_ref(),
-    );
+    side(system, a.system.as_ref());
     out
 }
 

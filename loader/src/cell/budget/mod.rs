@@ -456,15 +456,17 @@ impl Session {
     }
 
     /// Restore what was changed, and the record's `resources` block with each side's
-    /// use over the rated window (`cost`: the sampler's summary of it).
-    pub fn finish(self, cost: &sampler::CostSummary) -> Resources {
+    /// use over the rated window (`cost`: the sampler's summary of it; `samples`: the
+    /// cell's samples.csv, where the system budget's own processes are targets of
+    /// their own).
+    pub fn finish(self, cost: &sampler::CostSummary, samples: &std::path::Path) -> Resources {
         let restored = restore_running_of(&self.undo);
         let asked = self.section.as_ref().map(ResourcesSection::asked);
         Resources {
             schema: RESOURCES_SCHEMA,
             label: label(self.section.as_ref()),
             strict: self.section.as_ref().is_some_and(|r| r.strict),
-            usage: usage::sides(asked.as_ref(), cost),
+            usage: usage::sides(asked.as_ref(), cost, samples),
             asked,
             enforced: self.enforced.clone(),
             restored,
