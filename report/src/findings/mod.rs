@@ -414,7 +414,12 @@ pub fn overall(results: &[Judgement]) -> Judgement {
 /// never left to look explained.
 pub fn why_line(o: Judgement, why: &str) -> Option<String> {
     match o {
-        Judgement::Holds | Judgement::NotRun | Judgement::NotTestable => None,
+        Judgement::Holds | Judgement::NotRun => None,
+        // The failed preconditions say why it could not be asked; the file's `why`
+        // adds what was learnt of the question elsewhere, when it gives one.
+        Judgement::NotTestable => {
+            (!why.trim().is_empty()).then(|| format!("What else is known: {}", why.trim()))
+        }
         Judgement::DoesNotHold | Judgement::Inconclusive | Judgement::Varies => {
             Some(if why.trim().is_empty() {
                 "Why: not examined (the campaign file gives no reason).".to_string()
