@@ -197,11 +197,7 @@ fn void_by_pacer_shed_names_the_skipped_events() {
     // catch-up cap, on any machine; asking for more than the machine can schedule
     // falls behind only on a slow one. CPU and lag rules relaxed: the shed alone
     // makes it VOID.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut cmd = support::binary();
-    cmd.arg("run").arg(scenario("smoke.yaml")).arg("-q");
-    for s in [
+    let (code, r, text, _tmp) = support::run_smoke_with_stalled_pacer(&[
         "duration=7s",
         "warmup=0s",
         "hydrate=false",
@@ -210,22 +206,8 @@ fn void_by_pacer_shed_names_the_skipped_events() {
         "payload_b=0",
         "void.loader_cpu_max=1",
         "void.schedule_lag_p99_max=1000s",
-    ] {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd
-        .arg("--out")
-        .arg(&out)
-        .env("CROSSBENCH_PACER_FAILPOINT", "stall:1s:5s")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stderr).into_owned();
-    let r: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("result.json"))
-            .unwrap_or_else(|e| panic!("no result.json ({e}): {text}")),
-    )
-    .unwrap();
-    let reasons = void_reasons(o.status.code().unwrap_or(-1), &r, &text);
+    ]);
+    let reasons = void_reasons(code, &r, &text);
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(
         reasons[0].contains("the pacer fell more than") && reasons[0].contains("skipped"),

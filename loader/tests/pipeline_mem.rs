@@ -214,7 +214,7 @@ fn slow_publishers_shed_and_the_identity_holds() {
 /// instead: NOT-HELD, not VOID.
 #[test]
 fn a_pacer_that_fell_behind_makes_the_cell_void() {
-    let (code, r, _tmp) = run_stalled(&[
+    let (code, r, _err, _tmp) = support::run_smoke_with_stalled_pacer(&[
         "duration=7s",
         "warmup=0s",
         "hydrate=false",
@@ -241,37 +241,6 @@ fn a_pacer_that_fell_behind_makes_the_cell_void() {
     // 5 s × 2 000 slots/s per flow, less the cap; more if the machine also fell behind.
     assert!(shed_pacer >= 2 * (10_000 - 8_192), "{}", r["flows"]);
     assert!(r["identity_holds"].as_bool().unwrap());
-}
-
-/// `crossbench run scenarios/smoke.yaml` as a process of its own whose pacers stall
-/// for 5 s one second into paced traffic (the failpoint is read from the environment,
-/// so it must not be set in this test process, where other cells run beside it).
-fn run_stalled(sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crossbench"));
-    cmd.arg("run").arg(scenario("smoke.yaml")).arg("-q");
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd
-        .arg("--out")
-        .arg(&out)
-        .env("CROSSBENCH_PACER_FAILPOINT", "stall:1s:5s")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("CROSSBENCH_PACER_FAILPOINT: every pacer stalls"),
-        "the failpoint was not taken: {err}"
-    );
-    let json = std::fs::read_to_string(out.join("result.json"))
-        .unwrap_or_else(|e| panic!("no result.json ({e}); stderr:\n{err}"));
-    (
-        o.status.code().unwrap_or(-1),
-        serde_json::from_str(&json).unwrap(),
-        tmp,
-    )
 }
 
 #[test]

@@ -75,6 +75,14 @@ fn finding() -> Finding {
     .unwrap()
 }
 
+/// G: `a`'s p50 below `b`'s, with no precondition and no word on overloaded repeats.
+fn plain_finding() -> Finding {
+    serde_yaml::from_str(
+        "id: G\ntitle: a ahead of b\nchecks:\n  - {kind: ratio, metric: e2e_p50_ms, a: a, b: b, expect: below}\n",
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_finding_whose_precondition_fails_is_not_testable_here() {
     let tmp = tempfile::tempdir().unwrap();
@@ -173,10 +181,7 @@ fn two_sittings_that_disagree_vary_between_sittings() {
 #[test]
 fn a_verdict_rests_only_on_repeats_that_held() {
     let tmp = tempfile::tempdir().unwrap();
-    let f: Finding = serde_yaml::from_str(
-        "id: G\ntitle: a ahead of b\nchecks:\n  - {kind: ratio, metric: e2e_p50_ms, a: a, b: b, expect: below}\n",
-    )
-    .unwrap();
+    let f = plain_finding();
     // Every repeat of b overloaded, and no `not_held`: no ratio to judge.
     let c = campaign(
         tmp.path(),
@@ -199,10 +204,7 @@ fn a_verdict_rests_only_on_repeats_that_held() {
 #[test]
 fn an_interval_of_three_repeats_is_not_labelled_95_percent() {
     let tmp = tempfile::tempdir().unwrap();
-    let f: Finding = serde_yaml::from_str(
-        "id: G\ntitle: a ahead of b\nchecks:\n  - {kind: ratio, metric: e2e_p50_ms, a: a, b: b, expect: below}\n",
-    )
-    .unwrap();
+    let f = plain_finding();
     let c = campaign(
         tmp.path(),
         vec![

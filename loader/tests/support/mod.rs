@@ -106,6 +106,40 @@ pub fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
     (code, text, tmp)
 }
 
+/// `crossbench run scenarios/smoke.yaml -q --set …` as a process of its own whose
+/// pacers stall for 5 s one second into paced traffic (`CROSSBENCH_PACER_FAILPOINT`,
+/// loader/src/pacing/failpoint.rs: read from the environment, so it is set for that
+/// process only, never in a test process where other cells run beside it): (exit
+/// code, result.json, stderr, the temporary directory that holds `cell`).
+pub fn run_smoke_with_stalled_pacer(sets: &[&str]) -> (i32, Value, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cell");
+    let mut cmd = binary();
+    cmd.arg("run").arg(scenario("smoke.yaml")).arg("-q");
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd
+        .arg("--out")
+        .arg(&out)
+        .env("CROSSBENCH_PACER_FAILPOINT", "stall:1s:5s")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains("CROSSBENCH_PACER_FAILPOINT: every pacer stalls"),
+        "the failpoint was not taken: {err}"
+    );
+    let json = std::fs::read_to_string(out.join("result.json"))
+        .unwrap_or_else(|e| panic!("no result.json ({e}); stderr:\n{err}"));
+    (
+        o.status.code().unwrap_or(-1),
+        serde_json::from_str(&json).unwrap(),
+        err,
+        tmp,
+    )
+}
+
 /// The `crossbench` binary itself, for tests of what only a process shows: its exit
 /// code from `main`, its console, signals.
 pub fn binary() -> std::process::Command {
