@@ -36,34 +36,6 @@ impl Footing {
             product: product(c),
         }
     }
-
-    /// Why `self` and `other` may not be compared, one phrase per difference (empty:
-    /// they may). Products are compared only within one system.
-    pub fn differences(&self, other: &Footing) -> Vec<String> {
-        let mut d = Vec::new();
-        if self.tier != other.tier {
-            d.push(format!(
-                "durability tier {} against {}",
-                self.tier, other.tier
-            ));
-        }
-        if self.machine != other.machine {
-            d.push(format!(
-                "machine {} against {}",
-                self.machine, other.machine
-            ));
-        }
-        if self.budget != other.budget {
-            d.push(format!("budget {} against {}", self.budget, other.budget));
-        }
-        if self.system == other.system && self.product != other.product {
-            d.push(format!(
-                "product {} against {}",
-                self.product, other.product
-            ));
-        }
-        d
-    }
 }
 
 /// `CPU model, N cores` of the machine the cell ran on.
@@ -95,21 +67,13 @@ pub fn product(c: &CellRecord) -> String {
 /// or tier on purpose (that is what a gate judges), but must share the machine and
 /// the budget: `None` when they do.
 pub fn not_comparable_legs(cells: &[&CellRecord]) -> Option<String> {
-    let machines: BTreeSet<String> = cells.iter().map(|c| machine(c)).collect();
-    let budgets: BTreeSet<String> = cells.iter().map(|c| budget(c)).collect();
-    let mut parts = Vec::new();
-    if machines.len() > 1 {
-        parts.push(format!(
-            "machines ({})",
-            machines.into_iter().collect::<Vec<_>>().join("; ")
-        ));
-    }
-    if budgets.len() > 1 {
-        parts.push(format!(
-            "budgets ({})",
-            budgets.into_iter().collect::<Vec<_>>().join("; ")
-        ));
-    }
+    let parts: Vec<String> = [
+        spread("machines", cells.iter().map(|c| machine(c))),
+        spread("budgets", cells.iter().map(|c| budget(c))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     (!parts.is_empty()).then(|| {
         format!(
             "NOT COMPARABLE: the legs ran on different {}; a ratio across them is not the change's",
@@ -118,25 +82,29 @@ pub fn not_comparable_legs(cells: &[&CellRecord]) -> Option<String> {
     })
 }
 
+/// `what (a; b)` when `values` hold more than one distinct value, sorted.
+fn spread(what: &str, values: impl Iterator<Item = String>) -> Option<String> {
+    let set: BTreeSet<String> = values.collect();
+    (set.len() > 1).then(|| {
+        format!(
+            "{what} ({})",
+            set.into_iter().collect::<Vec<_>>().join("; ")
+        )
+    })
+}
+
 /// The NOT COMPARABLE line for a set of cells, or `None` when they share one footing
 /// (products compared within each system only).
 pub fn not_comparable(cells: &[&CellRecord]) -> Option<String> {
     let feet: Vec<Footing> = cells.iter().map(|c| Footing::of(c)).collect();
-    let mut what: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for f in &feet {
-        what.entry("durability tiers")
-            .or_default()
-            .insert(f.tier.clone());
-        what.entry("machines")
-            .or_default()
-            .insert(f.machine.clone());
-        what.entry("budgets").or_default().insert(f.budget.clone());
-    }
-    let mut parts: Vec<String> = what
-        .iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|(k, v)| format!("{k} ({})", v.iter().cloned().collect::<Vec<_>>().join("; ")))
-        .collect();
+    let mut parts: Vec<String> = [
+        spread("budgets", feet.iter().map(|f| f.budget.clone())),
+        spread("durability tiers", feet.iter().map(|f| f.tier.clone())),
+        spread("machines", feet.iter().map(|f| f.machine.clone())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let mut by_system: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for f in &feet {
         by_system.entry(&f.system).or_default().insert(&f.product);

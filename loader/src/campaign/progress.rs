@@ -250,18 +250,12 @@ fn not_passed(
         .filter(|c| c.status == CellStatus::Done && c.outcome != Some(Outcome::Pass))
         .map(|c| {
             let why = record(&dir.join(&c.dir))
-                .and_then(|r| why_not_pass(&r.result))
+                .and_then(|r| r.result.why_not_pass())
                 .unwrap_or_else(|| "(its result.json says no more)".into());
             let outcome = c.outcome.map_or_else(|| "?".to_string(), |o| o.to_string());
             format!("{}  {}: {why}", c.id, outcome)
         })
         .collect()
-}
-
-/// Why a cell's `result.json` is not a PASS, in one line
-/// ([`cell_record::CellResult::why_not_pass`]).
-pub fn why_not_pass(result: &report::cell::CellResult) -> Option<String> {
-    result.why_not_pass()
 }
 
 #[cfg(test)]
@@ -270,7 +264,9 @@ mod tests {
 
     /// `why_not_pass` of the record `result.json` would give.
     fn why_not_pass(r: &serde_json::Value) -> Option<String> {
-        super::why_not_pass(&serde_json::from_value(r.clone()).unwrap())
+        serde_json::from_value::<report::cell::CellResult>(r.clone())
+            .unwrap()
+            .why_not_pass()
     }
 
     #[test]

@@ -30,10 +30,7 @@ impl SittingFacts {
         let cells: Vec<_> = view.arms.iter().flat_map(|a| &a.cells).collect();
         let machines: BTreeSet<String> = cells
             .iter()
-            .map(|c| {
-                let h = &c.result.host;
-                format!("{}, {} cores", h.cpu_model, h.cores)
-            })
+            .map(|c| crate::comparability::machine(c))
             .collect();
         let builds: BTreeSet<(String, bool)> = cells
             .iter()
