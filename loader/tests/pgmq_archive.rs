@@ -8,34 +8,10 @@
 
 mod support;
 
-use std::process::Command;
-
 use support::{reachable, run_passing, scenario, serial};
 
 fn psql(sql: &str) -> String {
-    let o = Command::new("psql")
-        .args([
-            "-X",
-            "-At",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-d",
-            "crossbench",
-            "-c",
-        ])
-        .arg(sql)
-        .output()
-        .expect("psql runs");
-    assert!(
-        o.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+    support::psql(sql).unwrap_or_else(|stderr| panic!("{sql}: {stderr}"))
 }
 
 #[test]

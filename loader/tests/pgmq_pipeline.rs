@@ -5,47 +5,16 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{absent, assert_clean_pass, reachable, result, run_passing, stream_sum};
+use support::{assert_clean_pass, result, run_passing, stream_sum};
 
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
 const DSN_DB: &str = "crossbench";
 
-/// Run one SQL statement with psql against the test database; its trimmed output,
-/// or None when psql failed.
-fn psql(sql: &str) -> Option<String> {
-    let o = Command::new("psql")
-        .args([
-            "-X",
-            "-At",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-d",
-            DSN_DB,
-            "-c",
-        ])
-        .arg(sql)
-        .output()
-        .ok()?;
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
-
-fn pg_ready() -> bool {
-    const PROVISION: &str = "scripts/provision/pgmq.sh";
-    reachable("127.0.0.1:5432", "PostgreSQL", PROVISION)
-        && (psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Some("1")
-            || absent("pgmq (in database crossbench)", "127.0.0.1:5432", PROVISION))
-}
-
 #[test]
 fn pgmq_pipeline_smoke_passes() {
-    if !pg_ready() {
+    if !support::pgmq_ready() {
         return;
     }
     let (r, _tmp) = run_passing(Path::new(SMOKE), &[]);
@@ -63,7 +32,7 @@ fn pgmq_pipeline_smoke_passes() {
 /// readers must count the failure, reconnect through the pool and the run still PASS.
 #[test]
 fn pgmq_pipeline_survives_backend_termination() {
-    if !pg_ready() {
+    if !support::pgmq_ready() {
         return;
     }
     let out = tempfile::tempdir().unwrap();
@@ -98,11 +67,12 @@ fn pgmq_pipeline_survives_backend_termination() {
         while t0.elapsed() < Duration::from_secs(at) {
             std::thread::sleep(Duration::from_millis(100));
         }
-        killed += psql(&format!(
+        killed += support::psql(&format!(
             "select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity \
              where datname = '{DSN_DB}' and pid <> pg_backend_pid() \
              and application_name = 'crossbench-pgmq') t"
         ))
+        .ok()
         .and_then(|n| n.parse::<u64>().ok())
         .unwrap_or(0);
     }

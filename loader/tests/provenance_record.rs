@@ -7,41 +7,11 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
-use support::{absent, reachable, run_passing, run_raw};
+use support::{run_passing, run_raw};
 
 const SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/smoke.yaml");
 const PGMQ_SMOKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/pgmq-smoke.yaml");
-
-/// psql's trimmed answer to one statement on the test database, or None.
-fn psql(sql: &str) -> Option<String> {
-    let o = Command::new("psql")
-        .args([
-            "-X",
-            "-At",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-d",
-            "crossbench",
-            "-c",
-        ])
-        .arg(sql)
-        .output()
-        .ok()?;
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
-
-fn pg_ready() -> bool {
-    const PROVISION: &str = "scripts/provision/pgmq.sh";
-    reachable("127.0.0.1:5432", "PostgreSQL", PROVISION)
-        && (psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Some("1")
-            || absent("pgmq (in database crossbench)", "127.0.0.1:5432", PROVISION))
-}
 
 /// The loader's build is in `crossbench` (with `dirty`), and a dirty one is a warning
 /// in the record and a line of invocation.txt.
@@ -92,7 +62,7 @@ fn a_mem_cell_records_its_provenance_the_stated_build_and_a_dirty_loader() {
 
 #[test]
 fn a_pgmq_cell_records_what_the_server_reports() {
-    if !pg_ready() {
+    if !support::pgmq_ready() {
         return;
     }
     let (r, tmp) = run_passing(
@@ -102,11 +72,11 @@ fn a_pgmq_cell_records_what_the_server_reports() {
     let p = &r["provenance"];
     assert_eq!(p["schema"], 1, "{p}");
     assert_eq!(p["product"], "PostgreSQL", "{p}");
-    let version = psql("SHOW server_version").expect("psql");
+    let version = support::psql("SHOW server_version").expect("psql");
     assert_eq!(p["version"], version.as_str(), "{p}");
     assert_eq!(
         p["reported"]["pgmq_extversion"],
-        psql("SELECT extversion FROM pg_extension WHERE extname = 'pgmq'")
+        support::psql("SELECT extversion FROM pg_extension WHERE extname = 'pgmq'")
             .unwrap()
             .as_str(),
         "{p}"
@@ -119,7 +89,7 @@ fn a_pgmq_cell_records_what_the_server_reports() {
     ] {
         assert_eq!(
             p["settings"][k],
-            psql(&format!("SHOW {k}")).unwrap().as_str(),
+            support::psql(&format!("SHOW {k}")).unwrap().as_str(),
             "{k}: {p}"
         );
     }

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use support::secrets::{assert_nowhere, make};
-use support::{binary, reachable, result, scenario, serial};
+use support::{binary, psql, reachable, result, scenario, serial};
 
 /// VOID is not what these tests are about.
 const SHORT: [&str; 7] = [
@@ -127,31 +127,6 @@ fn run_and_scan(system: &str, scn: &str, sets: &[String], secret: &str, sampler:
     // result.json, invocation.txt, samples.csv, produced.meta, report.csv, 3 .hlog,
     // 12 stream logs per cell, and the report.
     assert!(scanned > 2 * 20, "only {scanned} files scanned");
-}
-
-fn psql(sql: &str) -> Result<String, String> {
-    let o = Command::new("psql")
-        .args([
-            "-X",
-            "-At",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-d",
-            "crossbench",
-            "-c",
-        ])
-        .arg(sql)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if o.status.success() {
-        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&o.stderr).into_owned())
-    }
 }
 
 /// A login role with a password and the rights pgmq needs, dropped (with the queues

@@ -106,6 +106,42 @@ pub fn run_raw(scn: &Path, sets: &[&str]) -> (i32, String, tempfile::TempDir) {
     (code, text, tmp)
 }
 
+/// psql's trimmed answer to one statement on the test database (`crossbench` on
+/// 127.0.0.1:5432 as `postgres`, stopping at the first error), or its stderr.
+pub fn psql(sql: &str) -> Result<String, String> {
+    let o = std::process::Command::new("psql")
+        .args([
+            "-X",
+            "-At",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "crossbench",
+            "-c",
+        ])
+        .arg(sql)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+/// PostgreSQL on 127.0.0.1:5432 with pgmq in the test database: true; otherwise the
+/// test skips by hand and fails under `CI` (scripts/provision/pgmq.sh provisions it).
+pub fn pgmq_ready() -> bool {
+    const PROVISION: &str = "scripts/provision/pgmq.sh";
+    reachable("127.0.0.1:5432", "PostgreSQL", PROVISION)
+        && (psql("select 1 from pg_extension where extname = 'pgmq'").as_deref() == Ok("1")
+            || absent("pgmq (in database crossbench)", "127.0.0.1:5432", PROVISION))
+}
+
 /// `crossbench run scenarios/smoke.yaml -q --set …` as a process of its own whose
 /// pacers stall for 5 s one second into paced traffic (`CROSSBENCH_PACER_FAILPOINT`,
 /// loader/src/pacing/failpoint.rs: read from the environment, so it is set for that
