@@ -41,17 +41,17 @@ impl CellRecord {
         }
         let text = std::fs::read_to_string(&path).map_err(|e| ReportError::io(&path, e))?;
         let result = CellResult::parse(&path, &text)?;
-        let command = std::fs::read_to_string(dir.join("invocation.txt"))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("command: ").map(str::to_string))
-            });
-        Ok(CellRecord {
+        Ok(CellRecord::from_result(dir, result))
+    }
+
+    /// A cell whose record is already in memory (the one a run just wrote, as
+    /// `write_record` returned it), with `invocation.txt`'s command line.
+    pub fn from_result(dir: &Path, result: CellResult) -> CellRecord {
+        CellRecord {
             dir: dir.to_path_buf(),
             result,
-            command,
-        })
+            command: command_line(dir),
+        }
     }
 
     /// The cell's name, or its directory's name when the record has none.
@@ -299,4 +299,14 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>, ReportError> {
 /// Load every cell the arguments name.
 pub fn load_all(args: &[String]) -> Result<Vec<CellRecord>, ReportError> {
     expand(args)?.iter().map(|d| CellRecord::load(d)).collect()
+}
+
+/// The `command:` line of `dir/invocation.txt` (already redacted by the harness).
+fn command_line(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join("invocation.txt"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("command: ").map(str::to_string))
+        })
 }

@@ -43,7 +43,8 @@ struct Shape {
     properties: u64,
 }
 
-/// Write `dir/result.json` for an abandoned loader and return the summary to print.
+/// Write `dir/result.json` for an abandoned loader; the summary to print and the
+/// record as written.
 pub fn record(
     dir: &Path,
     s: &Scenario,
@@ -51,7 +52,7 @@ pub fn record(
     started: SystemTime,
     why: &Fail,
     loaders: &LoadersRecord,
-) -> Result<String> {
+) -> Result<(String, cell_record::CellResult)> {
     let r = AbandonedResult {
         schema_version: SCHEMA_VERSION,
         crossbench: BuildInfo::current(),
@@ -70,11 +71,8 @@ pub fn record(
         abandoned: why,
         loaders,
     };
-    let path = dir.join("result.json");
-    let text = serde_json::to_string_pretty(&r).context("serialising the abandoned result")?;
-    std::fs::write(&path, crate::record::redact::redact(&(text + "\n")))
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(summary(loaders.index, why))
+    let record = crate::record::result::write_record(dir, &r).context("the abandoned result")?;
+    Ok((summary(loaders.index, why), record))
 }
 
 /// The line printed for an abandoned cell.

@@ -49,7 +49,8 @@ struct RefusedShape {
     lanes: u64,
 }
 
-/// Record a refused cell: write `dir/result.json` and return the summary to print.
+/// Record a refused cell: write `dir/result.json`; the summary to print and the
+/// record as written.
 pub fn record(
     dir: &Path,
     s: &Scenario,
@@ -57,10 +58,10 @@ pub fn record(
     started: SystemTime,
     lanes: u64,
     refusal: Refusal,
-) -> Result<String> {
+) -> Result<(String, cell_record::CellResult)> {
     let summary = summary(s, &refusal);
-    write(dir, s, host, started, lanes, refusal)?;
-    Ok(summary)
+    let record = write(dir, s, host, started, lanes, refusal)?;
+    Ok((summary, record))
 }
 
 /// Write `dir/result.json` for a refused cell.
@@ -71,7 +72,7 @@ fn write(
     started: SystemTime,
     lanes: u64,
     refusal: Refusal,
-) -> Result<()> {
+) -> Result<cell_record::CellResult> {
     let (version, git_commit) = build_id();
     let r = RefusedResult {
         schema_version: SCHEMA_VERSION,
@@ -94,9 +95,7 @@ fn write(
         host,
         refused: refusal,
     };
-    let path = dir.join("result.json");
-    let text = serde_json::to_string_pretty(&r).context("serialising the refused result")?;
-    std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    crate::record::result::write_record(dir, &r).context("the refused result")
 }
 
 /// The summary line printed for a refused cell.

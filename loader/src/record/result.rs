@@ -173,9 +173,12 @@ pub struct CellTail {
     pub void: VoidFigures,
     /// Whether the load was held (added 2026-12, additive).
     pub load: LoadVerdict,
-    pub verdict: serde_json::Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<serde_json::Value>,
+    /// The checker's verdict (its keys sorted, as records have always had them).
+    #[serde(serialize_with = "sorted")]
+    pub verdict: checker::Verdict,
+    /// The sampler's summary of the rated window (sampler/FORMAT.md; keys sorted).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
+    pub cost: Option<sampler::CostSummary>,
     pub broker_stats: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
     /// The faults injected and what they did (cells with a `faults:` section or a
@@ -188,8 +191,16 @@ pub struct CellTail {
     pub resources: Option<cell_record::resources::Resources>,
     /// One loader of several (`--loader-index`, …): which, its share, the rendezvous,
     /// its host and clock bounds (docs/record.md; added 2026-12, additive).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loaders: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
+    pub loaders: Option<crate::fleet::LoadersRecord>,
+}
+
+/// Serialise `v` with every object's keys in sorted order (through a JSON value,
+/// whose maps are sorted): the order these blocks have had since the first record.
+fn sorted<T: Serialize, S: serde::Serializer>(v: &T, ser: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(v)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(ser)
 }
 
 /// `crossbench` in every record: `version`, `git_commit` (`-dirty` when built from a
@@ -260,14 +271,23 @@ impl Times {
 
 /// Write `result.json` (pretty, one trailing newline, secrets redacted).
 pub fn write_result<T: Serialize>(dir: &std::path::Path, result: &T) -> anyhow::Result<()> {
+    write_record(dir, result).map(|_| ())
+}
+
+/// Write `result.json` as [`write_result`] does, and return it as every reader sees
+/// it: the text written, read by the record's one reader in memory (a record the
+/// reader refuses is an error here, at its writing).
+pub fn write_record<T: Serialize>(
+    dir: &std::path::Path,
+    result: &T,
+) -> anyhow::Result<cell_record::CellResult> {
     use anyhow::Context as _;
     let mut json = serde_json::to_string_pretty(result).context("serialising result.json")?;
     json.push('\n');
-    std::fs::write(
-        dir.join("result.json"),
-        crate::record::redact::redact(&json),
-    )
-    .context("writing result.json")
+    let path = dir.join("result.json");
+    let text = crate::record::redact::redact(&json);
+    std::fs::write(&path, &text).context("writing result.json")?;
+    Ok(cell_record::CellResult::parse(&path, &text)?)
 }
 
 #[derive(Debug, Serialize)]
