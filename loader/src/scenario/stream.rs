@@ -225,6 +225,25 @@ impl StreamSection {
 
     /// Check every knob; `rate` is the top-level rate (0 = none given).
     pub fn validate(&self, rate: u64, system: System) -> Result<(), ScenarioError> {
+        self.validate_partitions()?;
+        self.validate_rates(rate)?;
+        self.validate_push()?;
+        self.validate_consume(system)?;
+        let shape = self.shape();
+        if self.lanes > shape.space {
+            return Err(invalid(
+                "stream.lanes",
+                format!(
+                    "must not exceed the partitions ({}); 0 = one lane per partition",
+                    shape.space
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The partitions: a fixed set, or a space with a rotating window.
+    fn validate_partitions(&self) -> Result<(), ScenarioError> {
         let p = &self.partitions;
         if p.fixed > 0 && (p.space > 0 || p.window > 0 || !p.rotate_every.0.is_zero()) {
             return Err(invalid(
@@ -266,6 +285,11 @@ impl StreamSection {
                 "must not exceed space",
             ));
         }
+        Ok(())
+    }
+
+    /// The offered rate: the top-level one, or a ladder of distinct rates.
+    fn validate_rates(&self, rate: u64) -> Result<(), ScenarioError> {
         match (rate, self.ladder.is_empty()) {
             (0, true) => {
                 return Err(invalid(
@@ -295,6 +319,12 @@ impl StreamSection {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The producers: batches, requests, workers and what they keep in flight.
+    fn validate_push(&self) -> Result<(), ScenarioError> {
+        let shape = self.shape();
         let push = &self.push;
         if push.batch == 0 || push.batch > 100_000 {
             return Err(invalid("stream.push.batch", "must be between 1 and 100000"));
@@ -335,6 +365,11 @@ impl StreamSection {
                 "must be between 1 and 1000000",
             ));
         }
+        Ok(())
+    }
+
+    /// The payload and the consumers: groups, members, pops and acknowledgements.
+    fn validate_consume(&self, system: System) -> Result<(), ScenarioError> {
         let pl = &self.payload;
         if pl.bytes < 64 || pl.bytes > 1024 * 1024 {
             return Err(invalid(
@@ -377,15 +412,6 @@ impl StreamSection {
             return Err(invalid(
                 "stream.consume.ack_in_flight",
                 "must be between 1 and 100000 with ack: async",
-            ));
-        }
-        if self.lanes > shape.space {
-            return Err(invalid(
-                "stream.lanes",
-                format!(
-                    "must not exceed the partitions ({}); 0 = one lane per partition",
-                    shape.space
-                ),
             ));
         }
         Ok(())

@@ -8,6 +8,16 @@ use crate::scenario::{invalid, Scenario, ScenarioError};
 
 /// Check every number before anything starts.
 pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
+    names(s)?;
+    workload(s)?;
+    build(s)?;
+    shape(s)?;
+    rules(s)?;
+    wiring(s)
+}
+
+/// The cell's name (it names the cell's directory).
+fn names(s: &Scenario) -> Result<(), ScenarioError> {
     if s.name.is_empty()
         || !s
             .name
@@ -19,6 +29,31 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             "must be non-empty and use only letters, digits, '-', '_' and '.' (it names the cell directory)",
         ));
     }
+    Ok(())
+}
+
+/// The build of the system under test, as the scenario states it.
+fn build(s: &Scenario) -> Result<(), ScenarioError> {
+    if let Some(b) = &s.system_build {
+        if b.trim().is_empty() || b.len() > 200 || b.chars().any(char::is_control) {
+            return Err(invalid(
+                "system_build",
+                "must be one line of 1 to 200 characters naming the build of the system under test (a commit or an image digest); leave it out when unknown",
+            ));
+        }
+        if b.contains("://") {
+            return Err(invalid(
+                "system_build",
+                "names a build (a commit or an image digest), not a URL: a URL may carry a password and the record keeps this field as given",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The workload and its section: a stream cell's `stream:`, a pipeline's rate and
+/// properties.
+fn workload(s: &Scenario) -> Result<(), ScenarioError> {
     match (s.workload, &s.stream) {
         (WorkloadKind::Pipeline, Some(_)) => {
             return Err(invalid(
@@ -47,20 +82,11 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             }
         }
     }
-    if let Some(b) = &s.system_build {
-        if b.trim().is_empty() || b.len() > 200 || b.chars().any(char::is_control) {
-            return Err(invalid(
-                "system_build",
-                "must be one line of 1 to 200 characters naming the build of the system under test (a commit or an image digest); leave it out when unknown",
-            ));
-        }
-        if b.contains("://") {
-            return Err(invalid(
-                "system_build",
-                "names a build (a commit or an image digest), not a URL: a URL may carry a password and the record keeps this field as given",
-            ));
-        }
-    }
+    Ok(())
+}
+
+/// The run's shape: its windows, batches, payload, hot cohort and publisher shards.
+fn shape(s: &Scenario) -> Result<(), ScenarioError> {
     if s.duration.0.is_zero() || s.duration.0 > Duration::from_secs(7 * 86_400) {
         return Err(invalid("duration", "must be > 0 and at most 7 days"));
     }
@@ -100,6 +126,11 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     if s.shard_queue == 0 || s.shard_queue > 1_000_000 {
         return Err(invalid("shard_queue", "must be between 1 and 1000000"));
     }
+    Ok(())
+}
+
+/// The rules the cell is judged by, sampling, the budget, the threads and the clock.
+fn rules(s: &Scenario) -> Result<(), ScenarioError> {
     if !(s.held.served > 0.0 && s.held.served <= 1.0) {
         return Err(invalid("held.served", "must be in (0, 1], e.g. 0.97"));
     }
@@ -132,6 +163,11 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     if s.prefix.chars().any(|c| c.is_whitespace() || c == '/') {
         return Err(invalid("prefix", "must not contain whitespace or '/'"));
     }
+    Ok(())
+}
+
+/// What the cell is wired to: the system's options, the faults, the proxy, the gate.
+fn wiring(s: &Scenario) -> Result<(), ScenarioError> {
     s.options
         .validate()
         .map_err(|e| invalid(&e.field, e.message))?;
