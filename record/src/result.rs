@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::RecordError;
 use crate::outcome::Outcome;
@@ -82,6 +83,150 @@ pub struct CellResult {
     /// `None` before, read as "no budget": [`crate::resources::Resources::label_of`]).
     #[serde(default)]
     pub resources: Option<crate::resources::Resources>,
+    /// A loader of several (docs/record.md, `loaders`): its place in the cell, its host
+    /// and clocks; `None` in a cell of one loader recorded without `--loader-count`.
+    #[serde(default)]
+    pub loaders: Option<Loaders>,
+    /// A loader's record of a cell given up before its traffic started: which loader
+    /// failed, at which stage, why.
+    #[serde(default)]
+    pub abandoned: Option<Kept<Abandonment>>,
+    /// Pipeline cells: the demand the scenario implies.
+    #[serde(default)]
+    pub invariants: Invariants,
+    /// Pipeline cells: each stream's figures, in the order the topology names them.
+    #[serde(default)]
+    pub streams: Vec<StreamFigures>,
+}
+
+/// A block read typed and kept as written: [`Kept::typed`] for reading it,
+/// [`Kept::json`] to carry it whole into another record (a merge copies each loader's
+/// host and clocks into its record, with any field this reader does not know).
+/// Serialises as written.
+#[derive(Debug, Clone, Default)]
+pub struct Kept<T> {
+    pub typed: T,
+    pub json: serde_json::Value,
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Kept<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let json = serde_json::Value::deserialize(d)?;
+        let typed = T::deserialize(&json).map_err(serde::de::Error::custom)?;
+        Ok(Kept { typed, json })
+    }
+}
+
+impl<T> Serialize for Kept<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+/// `loaders` (docs/record.md): a loader's place in a cell run by several.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Loaders {
+    /// N.
+    pub count: Option<u64>,
+    /// This loader's index; absent in a merged record.
+    pub index: Option<u64>,
+    /// `shared` or `partitioned`.
+    pub topology: Option<String>,
+    /// The rendezvous (empty with one loader).
+    pub rendezvous: Option<String>,
+    /// This loader's properties and its part of the rate, as written.
+    pub share: Option<serde_json::Value>,
+    /// The namespace prefix of a partitioned loader.
+    pub namespace: Option<String>,
+    /// The start instant every loader paced from, Unix µs.
+    pub start_unix_us: Option<i64>,
+    pub host: Option<Kept<LoaderHost>>,
+    pub clock_start: Option<Kept<ClockBound>>,
+    pub clock_end: Option<Kept<ClockBound>>,
+    /// Why the cell was given up, when a loader abandoned it while it paced.
+    pub abandoned: Option<Kept<Abandonment>>,
+}
+
+/// `loaders.host`: the host a loader ran on.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct LoaderHost {
+    pub hostname: String,
+    /// One per boot of a kernel: loaders with the same one share a clock.
+    pub boot_id: Option<String>,
+    pub pid: u64,
+}
+
+/// `loaders.clock_start`, `loaders.clock_end`: a bound on the loader's clock offset.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ClockBound {
+    /// `chrony`, `kernel` or `unknown`.
+    pub source: String,
+    /// `None` when unknown.
+    pub offset_bound_us: Option<u64>,
+    pub detail: String,
+}
+
+/// `abandoned`, `loaders.abandoned`: which loader gave the cell up, where and why.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Abandonment {
+    pub loader: u64,
+    pub stage: String,
+    pub why: String,
+}
+
+/// Where a record sits among the loaders of one cell: its cell and its `loaders`
+/// block, read without [`CellResult::from_value`]'s checks (a merge says a record is
+/// not a loader's, or not of the same cell, before it judges the record's version or
+/// outcome). A record whose cell or `loaders` is of another shape reads as none.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Placement {
+    pub cell: Option<String>,
+    pub loaders: Loaders,
+}
+
+impl Placement {
+    pub fn of(value: &serde_json::Value) -> Placement {
+        Placement::deserialize(value).unwrap_or_default()
+    }
+}
+
+/// The blocks of a record that a merge carries into another as they were written,
+/// never reading into them (docs/record.md, `loaders.loaders[]`, and the merged record
+/// of an abandoned cell): each is `None` when the record has none.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Carried {
+    pub workload: Option<serde_json::Value>,
+    pub void: Option<serde_json::Value>,
+    pub load: Option<serde_json::Value>,
+    pub drain: Option<serde_json::Value>,
+}
+
+impl Carried {
+    pub fn of(value: &serde_json::Value) -> Carried {
+        Carried::deserialize(value).unwrap_or_default()
+    }
+}
+
+/// `invariants` (pipeline cells).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Invariants {
+    /// The deliveries per second the offered rate implies (6R).
+    pub deliveries_per_sec: f64,
+}
+
+/// One entry of `streams` (pipeline cells).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct StreamFigures {
+    /// The stream's name (a partitioned loader's carries its namespace).
+    pub stream: Option<String>,
 }
 
 /// `provenance`: the system's product, version and settings as it reported them at
@@ -176,11 +321,14 @@ pub struct Refused {
 #[serde(default)]
 pub struct Times {
     pub started_utc: String,
+    pub ended_utc: String,
+    pub started_unix_ms: i64,
     pub rated_start_unix_ms: i64,
     pub rated_end_unix_ms: i64,
     pub rated_sec: f64,
     pub warmup_sec: f64,
     pub drain_sec: f64,
+    pub hydration_sec: f64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -218,6 +366,8 @@ pub struct Provisioned {
     pub connections: u64,
     pub publishes_per_ingress_event: f64,
     pub semantics_built_in_app: Vec<String>,
+    /// `None` when the record has no notes.
+    pub notes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -227,6 +377,10 @@ pub struct Flow {
     pub published: u64,
     pub shed: u64,
     pub failed: u64,
+    /// Of `shed`, the events the pacer shed because the system pushed back.
+    pub shed_backpressure: u64,
+    pub offered_rated: u64,
+    pub published_rated: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -257,6 +411,12 @@ pub struct Latency {
     pub e2e: Summary,
     /// Stream cells: one push request, sent to accepted.
     pub push: Summary,
+    /// Several loaders: the end-to-end latencies measured between loaders on
+    /// different hosts (in `e2e_a`, `e2e_b` too).
+    pub e2e_a_cross_host: Summary,
+    pub e2e_b_cross_host: Summary,
+    /// How late the pacer ran its schedule; `None` when the record has none.
+    pub schedule_lag: Option<Summary>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -269,6 +429,10 @@ pub struct Summary {
     pub p99_ms: f64,
     pub p999_ms: f64,
     pub max_ms: f64,
+    /// Values above one hour, clamped.
+    pub clamped: u64,
+    /// Values below zero (a stamp from a clock ahead of the reader's), as 1 µs.
+    pub negative: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -276,7 +440,9 @@ pub struct Summary {
 pub struct Loader {
     pub cpu_cores_mean: f64,
     pub cores_available: f64,
+    pub cpu_us_per_delivery: f64,
     pub peak_rss_bytes: u64,
+    pub runtime_threads: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -397,6 +563,11 @@ impl CellResult {
             Outcome::Interrupted => Some("cut short by a signal".into()),
             o @ (Outcome::Share | Outcome::Abandoned) => Some(o.to_string()),
         }
+    }
+
+    /// Whether the checker allows duplicates (`accept: at-least-once`).
+    pub fn accepts_duplicates(&self) -> bool {
+        self.accept == "at-least-once"
     }
 
     /// Whether the cell is VOID: its outcome, or (older records) its void block.

@@ -82,3 +82,34 @@ fn another_schema_version_is_an_error_and_a_known_record_reads() {
         Err(RecordError::NotACell { .. })
     ));
 }
+
+#[test]
+fn a_loaders_record_reads_its_loaders_block_typed() {
+    let text = r#"{"schema_version": 1, "cell": "c", "outcome": "SHARE", "system": "pgmq",
+        "time": {"started_utc": "2026-12-01T00:00:00Z", "ended_utc": "2026-12-01T00:01:00Z", "started_unix_ms": 5, "hydration_sec": 1.5},
+        "flows": {"A": {"offered": 3, "shed_backpressure": 1, "offered_rated": 2}},
+        "loaders": {"count": 2, "index": 1, "topology": "partitioned", "rendezvous": "http://r",
+            "start_unix_us": 7, "host": {"hostname": "h", "boot_id": "b", "pid": 9, "later": true},
+            "clock_start": {"source": "chrony", "offset_bound_us": 40, "detail": "d"},
+            "clock_end": {"source": "unknown", "offset_bound_us": null, "detail": "d"},
+            "abandoned": {"loader": 0, "stage": "setup", "why": "w"}}}"#;
+    let r = CellResult::parse(Path::new("result.json"), text).unwrap();
+    let l = r.loaders.as_ref().unwrap();
+    assert_eq!((l.count, l.index), (Some(2), Some(1)));
+    assert_eq!(l.topology.as_deref(), Some("partitioned"));
+    assert_eq!(l.start_unix_us, Some(7));
+    let host = l.host.as_ref().unwrap();
+    assert_eq!(host.typed.boot_id.as_deref(), Some("b"));
+    // Kept as written, the field this reader does not know too.
+    assert_eq!(host.json["later"], true);
+    let start = &l.clock_start.as_ref().unwrap().typed;
+    assert_eq!(start.offset_bound_us, Some(40));
+    assert_eq!(l.clock_end.as_ref().unwrap().typed.offset_bound_us, None);
+    assert_eq!(l.abandoned.as_ref().unwrap().typed.stage, "setup");
+    assert_eq!(r.time.ended_utc, "2026-12-01T00:01:00Z");
+    assert_eq!((r.time.started_unix_ms, r.time.hydration_sec), (5, 1.5));
+    assert_eq!(r.flows["A"].shed_backpressure, 1);
+    // A record of one loader has none.
+    let one = CellResult::parse(Path::new("result.json"), &record("PASS", 1)).unwrap();
+    assert!(one.loaders.is_none() && one.abandoned.is_none());
+}

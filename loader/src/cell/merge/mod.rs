@@ -22,23 +22,25 @@
 //!
 //! Exit codes are `crossbench run`'s for the merged cell.
 
+pub mod loaders;
 pub mod logs;
 pub mod meta;
 pub mod result;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use cell_record::CellResult;
 use serde_json::{json, Value};
 
 use crate::cell::Outcome;
 use crate::cli::exit::Exit;
 use crate::cli::BadInput;
 use crate::fleet::hlog::{merge_logs, params, HlogError};
-use crate::fleet::CLOCK_TRUST_US;
-use result::{at, num, put_summary, set, sum_numbers};
+use loaders::{clocks, read_loaders, Loader};
+use result::{put_summary, sum_numbers, Judged, MergedFigures, Sums};
 
 /// Why loaders' records cannot be merged.
 #[derive(Debug, thiserror::Error)]
@@ -66,182 +68,44 @@ impl MergeError {
     }
 }
 
-/// One loader's record.
-struct Loader {
-    dir: PathBuf,
-    index: u64,
-    result: Value,
-}
-
-impl Loader {
-    /// How this loader's cell ended; `None` when its record names no outcome this
-    /// build knows.
-    fn outcome(&self) -> Option<Outcome> {
-        at(&self.result, "outcome")
-            .and_then(Value::as_str)
-            .and_then(|o| o.parse().ok())
-    }
-}
-
 fn bad(msg: String) -> anyhow::Error {
     BadInput(msg).into()
 }
 
-/// Read every loader's record and check they are the loaders of one cell.
-fn read_loaders(dirs: &[PathBuf]) -> anyhow::Result<Vec<Loader>> {
-    let mut loaders = Vec::new();
-    for d in dirs {
-        let p = d.join("result.json");
-        let text = std::fs::read_to_string(&p).map_err(|e| {
-            bad(format!(
-                "{}: {e} (give each loader's cell directory)",
-                p.display()
-            ))
-        })?;
-        let result: Value = serde_json::from_str(&text)
-            .map_err(|e| bad(format!("{}: not JSON: {e}", p.display())))?;
-        let index = at(&result, "loaders.index")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                bad(format!(
-                    "{}: not a loader's record (no loaders.index): run each loader with --loader-index and --loader-count",
-                    p.display()
-                ))
-            })?;
-        loaders.push(Loader {
-            dir: d.clone(),
-            index,
-            result,
-        });
-    }
-    loaders.sort_by_key(|l| l.index);
-    let n = at(&loaders[0].result, "loaders.count")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let cell = at(&loaders[0].result, "cell").cloned();
-    let topology = at(&loaders[0].result, "loaders.topology").cloned();
-    for (k, l) in loaders.iter().enumerate() {
-        let r = &l.result;
-        if at(r, "loaders.count").and_then(Value::as_u64) != Some(n) {
-            return Err(bad(format!(
-                "{}: loader {} of {} loaders, loader {} of {}: not the loaders of one cell",
-                l.dir.display(),
-                l.index,
-                num(r, "loaders.count"),
-                loaders[0].index,
-                n
-            )));
-        }
-        if at(r, "cell").cloned() != cell || at(r, "loaders.topology").cloned() != topology {
-            return Err(bad(format!(
-                "{}: cell {} ({} topology) is not {} ({}): not the loaders of one cell",
-                l.dir.display(),
-                at(r, "cell").unwrap_or(&Value::Null),
-                at(r, "loaders.topology").unwrap_or(&Value::Null),
-                cell.clone().unwrap_or(Value::Null),
-                topology.clone().unwrap_or(Value::Null)
-            )));
-        }
-        if l.index != k as u64 {
-            return Err(bad(format!(
-                "loader {k} of {n} is missing (or given twice): give every loader's directory, loader 0 to {}",
-                n.saturating_sub(1)
-            )));
-        }
-    }
-    if loaders.len() as u64 != n {
-        return Err(bad(format!(
-            "{} directories for a cell of {n} loaders: give every loader's directory",
-            loaders.len()
-        )));
-    }
-    // The loaders of one cell: the record's one reader checks each one's version and
-    // outcome (an outcome no crossbench wrote is an error, never taken as a default).
-    for l in &loaders {
-        cell_record::CellResult::from_value(&l.dir.join("result.json"), l.result.clone())
-            .map_err(|e| bad(e.to_string()))?;
-    }
-    Ok(loaders)
-}
-
-/// Whether the loaders' clocks can be compared: one host (one boot), or every
-/// loader's offset bound known and at most [`CLOCK_TRUST_US`] at start and end.
-fn clocks(loaders: &[Loader]) -> (bool, String) {
-    let boots: Vec<Option<&str>> = loaders
-        .iter()
-        .map(|l| at(&l.result, "loaders.host.boot_id").and_then(Value::as_str))
-        .collect();
-    if boots.iter().all(|b| b.is_some() && *b == boots[0]) {
-        return (
-            true,
-            "every loader on one host: one clock, cross-loader order and latency exact".into(),
-        );
-    }
-    let mut worst: Option<u64> = Some(0);
-    for l in loaders {
-        for k in ["loaders.clock_start", "loaders.clock_end"] {
-            let b = at(&l.result, &format!("{k}.offset_bound_us")).and_then(Value::as_u64);
-            worst = match (worst, b) {
-                (Some(w), Some(b)) => Some(w.max(b)),
-                _ => None,
-            };
-        }
-    }
-    match worst {
-        Some(w) if w <= CLOCK_TRUST_US => (
-            true,
-            format!("loaders on several hosts, every clock-offset bound known: worst {w} µs (≤ {CLOCK_TRUST_US} µs)"),
-        ),
-        Some(w) => (
-            false,
-            format!("loaders on several hosts, worst clock-offset bound {w} µs (> {CLOCK_TRUST_US} µs): cross-host latency and the order across a hand-off are untrusted"),
-        ),
-        None => (
-            false,
-            "loaders on several hosts, and some clock-offset bound is unknown (no chrony or synchronised kernel clock): cross-host latency and the order across a hand-off are untrusted".into(),
-        ),
-    }
-}
-
 /// The record of a cell one of whose loaders gave it up.
 fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
-    let first = loaders
-        .iter()
-        .find_map(|l| {
-            at(&l.result, "abandoned")
-                .or_else(|| at(&l.result, "loaders.abandoned"))
-                .cloned()
-        })
-        .unwrap_or(Value::Null);
-    let r0 = &loaders[0].result;
+    let first = loaders.iter().find_map(Loader::abandonment);
+    let l0 = &loaders[0];
+    let b0 = l0.block();
     let v = json!({
         "schema_version": crate::record::result::SCHEMA_VERSION,
         "crossbench": crate::record::result::BuildInfo::current(),
-        "cell": at(r0, "cell"),
+        "cell": l0.rec.cell,
         "outcome": Outcome::Abandoned,
-        "system": at(r0, "system"),
-        "workload": at(r0, "workload"),
+        "system": l0.rec.system,
+        "workload": l0.carried.workload,
         "abandoned": first,
         "loaders": {
             "count": loaders.len(),
-            "topology": at(r0, "loaders.topology"),
-            "rendezvous": at(r0, "loaders.rendezvous"),
+            "topology": b0.and_then(|b| b.topology.as_ref()),
+            "rendezvous": b0.and_then(|b| b.rendezvous.as_ref()),
             "merged_from": loaders.iter().map(|l| l.dir.display().to_string()).collect::<Vec<_>>(),
             "loaders": loaders.iter().map(|l| json!({
                 "index": l.index,
-                "outcome": l.outcome(),
-                "abandoned": at(&l.result, "abandoned").or_else(|| at(&l.result, "loaders.abandoned")),
+                "outcome": l.rec.outcome,
+                "abandoned": l.abandonment(),
             })).collect::<Vec<_>>(),
         },
     });
     crate::record::result::write_result(out, &v)?;
+    let why = first.map(|a| &a.typed);
     let text = format!(
         "\n=== MERGED  cell={}  {} loaders ===\nOUTCOME: ABANDONED  loader {} failed at {}: {}\n",
-        at(r0, "cell").and_then(Value::as_str).unwrap_or(""),
+        l0.rec.cell,
         loaders.len(),
-        first["loader"],
-        first["stage"].as_str().unwrap_or(""),
-        first["why"].as_str().unwrap_or("")
+        why.map_or_else(|| "null".to_string(), |a| a.loader.to_string()),
+        why.map_or("", |a| a.stage.as_str()),
+        why.map_or("", |a| a.why.as_str())
     );
     if !quiet {
         print!("{text}");
@@ -253,10 +117,7 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
 pub fn command(dirs: &[PathBuf], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
     let loaders = read_loaders(dirs)?;
     crate::cli::run::prepare_out(out)?;
-    if loaders
-        .iter()
-        .any(|l| l.outcome() == Some(Outcome::Abandoned))
-    {
+    if loaders.iter().any(|l| l.rec.outcome == Outcome::Abandoned) {
         return abandoned(&loaders, out, quiet);
     }
     let merged = merge(&loaders, out).map_err(|e| match e {
@@ -274,18 +135,67 @@ struct Merged {
     summary: String,
 }
 
-fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
-    let n = loaders.len() as u64;
-    let r0 = &loaders[0].result;
-    let records: Vec<&Value> = loaders.iter().map(|l| &l.result).collect();
-    let topology = at(r0, "loaders.topology")
-        .and_then(Value::as_str)
-        .unwrap_or("shared")
-        .to_string();
-    let (trusted, clock_note) = clocks(loaders);
-    let mut warnings: Vec<String> = Vec::new();
+/// What the merged logs say: the lines each loader's logs gave, and per stream which
+/// loaders' logs delivered each key (a bit per loader).
+struct LogsMerged {
+    per_loader_lines: Vec<u64>,
+    delivered_by: BTreeMap<String, HashMap<u64, u64>>,
+}
 
-    // produced.meta.
+/// The clocks' verdict ([`clocks`]).
+struct Clocks {
+    trusted: bool,
+    note: String,
+}
+
+/// The phases: the loaders' meta and logs merged, the merged logs verified, the
+/// histograms and counters added, the figures summed and judged, the record written.
+fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
+    let topology = loaders[0].topology();
+    let (trusted, note) = clocks(loaders);
+    let clocks = Clocks { trusted, note };
+    let metas = merge_meta(loaders, out, &topology, clocks.trusted)?;
+    let logs = merge_stream_logs(loaders, &metas, out)?;
+    let mut warnings: Vec<String> = Vec::new();
+    let verdict = verify(loaders, out, &logs, &mut warnings)?;
+    let mut merged_result = loaders[0].raw.clone();
+    add_histograms(loaders, &metas, out, &mut merged_result)?;
+    add_counters(loaders, &metas[0], &mut merged_result);
+    // Loader 0's record with its counters and summaries added, read typed.
+    let added = CellResult::from_value(&out.join("result.json"), merged_result.clone())
+        .map_err(|e| MergeError::Input(format!("the merged record: {e}")))?;
+    let sums = Sums::of(loaders, &added, &topology);
+    let judged = judge(loaders, &added, &sums, verdict, &clocks, warnings);
+    let figures = MergedFigures {
+        loaders: loaders_block(loaders, &topology, &logs, &clocks),
+        cost_note: loaders[0].rec.cost.is_some(),
+        sums,
+        judged,
+    };
+    figures.write(&mut merged_result);
+    crate::record::result::write_result(out, &merged_result)
+        .map_err(|e| MergeError::Input(format!("{e:#}")))?;
+
+    samples(loaders, out)?;
+    report_csv(loaders, out)?;
+    invocation(loaders, out)?;
+
+    let j = &figures.judged;
+    let exit = match (j.outcome, j.load.held || j.load.exploratory) {
+        (Outcome::Pass, false) => Exit::NotHeld,
+        (o, _) => Exit::of(o),
+    };
+    let summary = summary(loaders, out, &topology, &logs, &clocks, &figures, &added);
+    Ok(Merged { exit, summary })
+}
+
+/// `produced.meta`: the loaders', parsed, and their union written to `out`.
+fn merge_meta(
+    loaders: &[Loader],
+    out: &Path,
+    topology: &str,
+    trusted: bool,
+) -> Result<Vec<meta::LoaderMeta>, MergeError> {
     let metas: Vec<meta::LoaderMeta> = loaders
         .iter()
         .map(|l| {
@@ -302,12 +212,19 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             })
         })
         .collect::<Result<_, MergeError>>()?;
-    let meta_text = meta::merge(&metas, &topology, trusted)?;
+    let meta_text = meta::merge(&metas, topology, trusted)?;
     let meta_path = out.join("produced.meta");
     std::fs::write(&meta_path, &meta_text).map_err(|e| MergeError::io(&meta_path, e))?;
+    Ok(metas)
+}
 
-    // Stream logs, stream by stream.
-    let mut delivered_by: BTreeMap<String, std::collections::HashMap<u64, u64>> = BTreeMap::new();
+/// Stream logs, stream by stream, each under the cell's name of the stream.
+fn merge_stream_logs(
+    loaders: &[Loader],
+    metas: &[meta::LoaderMeta],
+    out: &Path,
+) -> Result<LogsMerged, MergeError> {
+    let mut delivered_by = BTreeMap::new();
     let mut per_loader_lines = vec![0u64; loaders.len()];
     for st in &metas[0].produced.streams {
         let canonical = metas[0].canonical(&st.name);
@@ -330,21 +247,33 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
         }
         delivered_by.insert(canonical, stats.delivered_by);
     }
+    Ok(LogsMerged {
+        per_loader_lines,
+        delivered_by,
+    })
+}
 
-    // The verdict on the merged logs.
-    let accept_at_least_once = at(r0, "accept").and_then(Value::as_str) == Some("at-least-once");
+/// The verdict on the merged logs. A gap names its key's producer and the loaders
+/// whose logs delivered the key (a note in the verdict and a warning).
+fn verify(
+    loaders: &[Loader],
+    out: &Path,
+    logs: &LogsMerged,
+    warnings: &mut Vec<String>,
+) -> Result<checker::Verdict, MergeError> {
+    let n = loaders.len() as u64;
     let mut verdict = checker::verify_dir(
         out,
         &checker::VerifyOptions {
-            allow_duplicates: accept_at_least_once,
+            allow_duplicates: loaders[0].rec.accepts_duplicates(),
             ..Default::default()
         },
     )
     .map_err(|e| MergeError::Input(format!("verifying the merged logs: {e}")))?;
-    // A gap names its key's producer and the loaders whose logs delivered the key.
     for sv in &verdict.streams {
         for g in sv.gap_examples.iter().take(5) {
-            let by = delivered_by
+            let by = logs
+                .delivered_by
                 .get(&sv.name)
                 .and_then(|m| m.get(&g.prop))
                 .map(|b| logs::loaders_of(*b))
@@ -368,8 +297,17 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             warnings.push(note.trim_start_matches("note: ").to_string());
         }
     }
+    Ok(verdict)
+}
 
-    // Histograms: whole-run totals by path, then the per-second logs.
+/// Histograms: every summary of the record from the sum of the loaders' whole-run
+/// histograms of its path (`totals.hlog`), then the per-second logs added.
+fn add_histograms(
+    loaders: &[Loader],
+    metas: &[meta::LoaderMeta],
+    out: &Path,
+    merged: &mut Value,
+) -> Result<(), MergeError> {
     let totals: Vec<BTreeMap<String, hdrhistogram::Histogram<u64>>> = loaders
         .iter()
         .map(|l| crate::fleet::totals::read(&l.dir.join("totals.hlog")))
@@ -390,14 +328,14 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             }
         }
     }
-    let mut merged_result = r0.clone();
+    let records: Vec<&Value> = loaders.iter().map(|l| &l.raw).collect();
     for tag in result::common_tags(&totals) {
         let mut sum = totals[0][&tag].clone();
         for t in &totals[1..] {
             sum.add(&t[&tag])
                 .map_err(|e| MergeError::Input(format!("adding {tag}: {e:?}")))?;
         }
-        put_summary(&mut merged_result, &records, &tag, &sum);
+        put_summary(merged, &records, &tag, &sum);
     }
     for name in ["e2e.hlog", "schedule-lag.hlog", "entry-age.hlog"] {
         let paths: Vec<PathBuf> = loaders.iter().map(|l| l.dir.join(name)).collect();
@@ -406,324 +344,201 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
             merge_logs(
                 &paths,
                 &out.join(name),
-                &format!("crossbench interval log, {n} loaders added per second"),
+                &format!(
+                    "crossbench interval log, {} loaders added per second",
+                    loaders.len()
+                ),
                 &|j, tag| metas[j].canonical(tag),
             )?;
         }
     }
+    Ok(())
+}
 
-    // Counters and rates.
-    let r = &mut merged_result;
+/// Counters: every numeric leaf of `flows`, `broker_stats` and each stream added
+/// (the fields the typed reader does not know too); each stream under the cell's
+/// name of it.
+fn add_counters(loaders: &[Loader], meta0: &meta::LoaderMeta, merged: &mut Value) {
+    let records: Vec<&Value> = loaders.iter().map(|l| &l.raw).collect();
     for path in ["flows", "broker_stats"] {
-        sum_numbers(r, &records, path, &[]);
+        sum_numbers(merged, &records, path, &[]);
     }
     let stream_skip = ["entry_age_ms", "barrier_ms", "push_ms", "lane_budget_note"];
-    if let Some(streams) = at(r0, "streams").and_then(Value::as_array) {
-        for i in 0..streams.len() {
-            sum_numbers(r, &records, &format!("streams.{i}"), &stream_skip);
-            // The stream's name, without a partitioned loader's namespace.
-            if let Some(name) = at(r0, &format!("streams.{i}.stream")).and_then(Value::as_str) {
-                set(
-                    r,
-                    &format!("streams.{i}.stream"),
-                    json!(metas[0].canonical(name)),
-                );
-            }
+    for (i, st) in loaders[0].rec.streams.iter().enumerate() {
+        sum_numbers(merged, &records, &format!("streams.{i}"), &stream_skip);
+        // The stream's name, without a partitioned loader's namespace.
+        if let Some(name) = &st.stream {
+            result::set(
+                merged,
+                &format!("streams.{i}.stream"),
+                json!(meta0.canonical(name)),
+            );
         }
     }
-    let identity = ["A", "B"].iter().all(|f| {
-        let g = |k: &str| num(r, &format!("flows.{f}.{k}"));
-        at(r, &format!("flows.{f}")).is_none()
-            || g("offered") == g("published") + g("shed") + g("failed")
-    });
-    set(r, "identity_holds", json!(identity));
-    let demand = num(r0, "invariants.deliveries_per_sec");
-    for k in [
-        "offered_per_sec",
-        "published_per_sec",
-        "deliveries_per_sec",
-        "reference_deliveries_per_sec",
-        "window_deliveries_per_sec",
-    ] {
-        let s: f64 = records
-            .iter()
-            .map(|x| num(x, &format!("throughput.{k}")))
-            .sum();
-        set(r, &format!("throughput.{k}"), json!(s));
-    }
-    if demand > 0.0 {
-        let served = num(r, "throughput.deliveries_per_sec") / demand;
-        let window = num(r, "throughput.window_deliveries_per_sec") / demand;
-        set(r, "throughput.served_fraction", json!(served));
-        set(r, "throughput.window_served_fraction", json!(window));
-    }
-    if topology == "partitioned" {
-        for k in [
-            "ordered_lanes",
-            "physical_queues",
-            "consumer_members",
-            "connections",
-        ] {
-            let s: f64 = records
-                .iter()
-                .map(|x| num(x, &format!("provisioned.{k}")))
-                .sum();
-            set(r, &format!("provisioned.{k}"), json!(s as u64));
-        }
-        if let Some(Value::Array(notes)) = at_mut(r, "provisioned.notes") {
-            notes.push(json!(format!(
-                "partitioned: {n} loaders, each with a namespace of its own: the system held {n}x the topology"
-            )));
-        }
-    } else {
-        for k in ["consumer_members", "connections"] {
-            let s: f64 = records
-                .iter()
-                .map(|x| num(x, &format!("provisioned.{k}")))
-                .sum();
-            set(r, &format!("provisioned.{k}"), json!(s as u64));
-        }
-    }
+}
 
-    // Time: from the first start to the last end; the window is every loader's.
-    let min_of = |k: &str| {
-        records
-            .iter()
-            .map(|x| num(x, k))
-            .fold(f64::INFINITY, f64::min)
-    };
-    let max_of = |k: &str| records.iter().map(|x| num(x, k)).fold(0.0, f64::max);
-    set(
-        r,
-        "time.started_unix_ms",
-        json!(min_of("time.started_unix_ms") as i64),
-    );
-    for k in ["time.drain_sec", "time.hydration_sec"] {
-        set(r, k, json!(max_of(k)));
-    }
-    if let Some(first) = records
-        .iter()
-        .filter_map(|x| at(x, "time.started_utc").and_then(Value::as_str))
-        .min()
-    {
-        set(r, "time.started_utc", json!(first));
-    }
-    if let Some(last) = records
-        .iter()
-        .filter_map(|x| at(x, "time.ended_utc").and_then(Value::as_str))
-        .max()
-    {
-        set(r, "time.ended_utc", json!(last));
-    }
-
-    // The loaders' CPU, over the deliveries they made in the window.
-    let cores: f64 = records
-        .iter()
-        .map(|x| num(x, "loader.cpu_cores_mean"))
-        .sum();
-    let avail: f64 = records
-        .iter()
-        .map(|x| num(x, "loader.cores_available"))
-        .sum();
-    let per_sec = num(r, "throughput.window_deliveries_per_sec");
-    set(r, "loader.cpu_cores_mean", json!(cores));
-    set(r, "loader.cores_available", json!(avail));
-    set(
-        r,
-        "loader.cpu_fraction_of_available",
-        json!(cores / avail.max(1e-9)),
-    );
-    set(
-        r,
-        "loader.cpu_us_per_delivery",
-        json!(cores * 1e6 / per_sec.max(1e-9)),
-    );
-    set(
-        r,
-        "loader.peak_rss_bytes",
-        json!(max_of("loader.peak_rss_bytes") as u64),
-    );
-    set(
-        r,
-        "loader.runtime_threads",
-        json!(records
-            .iter()
-            .map(|x| num(x, "loader.runtime_threads"))
-            .sum::<f64>() as u64),
-    );
-
-    // Drain, VOID, load.
-    let drain = result::worst_drain(
-        records
-            .iter()
-            .filter_map(|x| at(x, "drain.outcome").and_then(Value::as_str)),
-    );
-    set(r, "drain.outcome", json!(drain));
-    set(r, "drain.seconds", json!(max_of("drain.seconds")));
-    let mut void_reasons: Vec<String> = Vec::new();
-    for l in loaders {
-        if let Some(rs) = at(&l.result, "void.reasons").and_then(Value::as_array) {
-            for x in rs.iter().filter_map(Value::as_str) {
-                void_reasons.push(format!("loader {}: {x}", l.index));
-            }
-        }
-    }
-    set(r, "void.void", json!(!void_reasons.is_empty()));
-    set(r, "void.reasons", json!(void_reasons));
+/// The load rule, the clocks, the outcome and the warnings of the merged cell.
+/// `added` is loader 0's record with the loaders' counters and summaries added.
+fn judge(
+    loaders: &[Loader],
+    added: &CellResult,
+    sums: &Sums,
+    verdict: checker::Verdict,
+    clocks: &Clocks,
+    mut warnings: Vec<String>,
+) -> Judged {
+    let r0 = &loaders[0].rec;
     let held_rule = crate::scenario::HeldRule {
-        served: at(r0, "load.served_min")
-            .and_then(Value::as_f64)
-            .unwrap_or(cell_record::held::SERVED_MIN),
-        exploratory: at(r0, "load.exploratory")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        served: r0
+            .load
+            .as_ref()
+            .map_or(cell_record::held::SERVED_MIN, |l| l.served_min),
+        exploratory: r0.load.as_ref().is_some_and(|l| l.exploratory),
     };
-    let failed = num(r, "flows.A.failed") + num(r, "flows.B.failed");
-    let shed = num(r, "flows.A.shed_backpressure") + num(r, "flows.B.shed_backpressure");
+    let flow = |f: &str| added.flows.get(f).cloned().unwrap_or_default();
+    let (a, b) = (flow("A"), flow("B"));
+    let served_in_window = match sums.served {
+        Some((_, window)) => window,
+        None => added.throughput.window_served_fraction.unwrap_or(0.0),
+    };
     let load = crate::cell::load_rule::verdict(
         &held_rule,
         &crate::cell::load_rule::LoadFacts {
-            served_in_window: num(r, "throughput.window_served_fraction"),
-            failed: failed as u64,
-            shed: shed as u64,
+            served_in_window,
+            failed: (a.failed as f64 + b.failed as f64) as u64,
+            shed: (a.shed_backpressure as f64 + b.shed_backpressure as f64) as u64,
             unit: "events",
             // Every loader wrote one of the names; any other gives no reason, as before.
-            drain: crate::cell::drain::DrainEnd::from_name(&drain)
+            drain: crate::cell::drain::DrainEnd::from_name(&sums.drain_outcome)
                 .unwrap_or(crate::cell::drain::DrainEnd::Grace),
         },
     );
-    set(
-        r,
-        "load",
-        serde_json::to_value(&load).unwrap_or(Value::Null),
-    );
-
-    // Latency between hosts.
-    let cross: f64 = ["e2e_a_cross_host", "e2e_b_cross_host"]
+    let clock_figures = latency_between_hosts(added, clocks, &mut warnings);
+    let outcome = if loaders
         .iter()
-        .map(|k| num(r, &format!("latency_ms.{k}.count")))
+        .any(|l| l.rec.outcome == Outcome::Interrupted)
+    {
+        Outcome::Interrupted
+    } else {
+        crate::cell::void_rule::outcome(verdict.pass, sums.identity_holds, &sums.void_reasons)
+    };
+    for l in loaders {
+        for w in &l.rec.warnings {
+            warnings.push(format!("loader {}: {w}", l.index));
+        }
+    }
+    Judged {
+        load,
+        clocks: clock_figures,
+        verdict,
+        outcome,
+        warnings,
+    }
+}
+
+/// Latency between hosts: `latency_ms.clocks` (trusted, the cross-host share, the
+/// note), and a warning when untrusted clocks measured some, or some were negative.
+fn latency_between_hosts(added: &CellResult, clocks: &Clocks, warnings: &mut Vec<String>) -> Value {
+    let lat = &added.latency_ms;
+    let cross: f64 = [&lat.e2e_a_cross_host, &lat.e2e_b_cross_host]
+        .iter()
+        .map(|s| s.count as f64)
         .sum();
-    let all: f64 = num(r, "latency_ms.e2e_a.count") + num(r, "latency_ms.e2e_b.count");
-    set(
-        r,
-        "latency_ms.clocks",
-        json!({
-            "trusted": trusted,
-            "cross_host_share": if all > 0.0 { cross / all } else { 0.0 },
-            "note": clock_note,
-        }),
-    );
-    if !trusted && cross > 0.0 {
+    let all: f64 = lat.e2e_a.count as f64 + lat.e2e_b.count as f64;
+    let note = &clocks.note;
+    if !clocks.trusted && cross > 0.0 {
         warnings.push(format!(
-            "{:.1} % of the end-to-end latencies were measured between hosts whose clocks are not trusted ({clock_note}): e2e_*_cross_host is untrusted, and e2e_a / e2e_b include it; e2e_*_same_host is exact",
+            "{:.1} % of the end-to-end latencies were measured between hosts whose clocks are not trusted ({note}): e2e_*_cross_host is untrusted, and e2e_a / e2e_b include it; e2e_*_same_host is exact",
             100.0 * cross / all.max(1.0)
         ));
     }
-    let negative: f64 = ["e2e_a", "e2e_b"]
+    let negative: f64 = [&lat.e2e_a, &lat.e2e_b]
         .iter()
-        .map(|k| num(r, &format!("latency_ms.{k}.negative")))
+        .map(|s| s.negative as f64)
         .sum();
     if negative > 0.0 {
         warnings.push(format!(
             "{negative} end-to-end latencies were negative (a stamp from a clock ahead of the reader's), counted in latency_ms.*.negative and recorded as 1 µs"
         ));
     }
+    json!({
+        "trusted": clocks.trusted,
+        "cross_host_share": if all > 0.0 { cross / all } else { 0.0 },
+        "note": note,
+    })
+}
 
-    // Outcome.
-    set(
-        r,
-        "verdict",
-        serde_json::to_value(&verdict).unwrap_or(Value::Null),
-    );
-    let interrupted = loaders
-        .iter()
-        .any(|l| l.outcome() == Some(Outcome::Interrupted));
-    let outcome = if interrupted {
-        Outcome::Interrupted
-    } else {
-        crate::cell::void_rule::outcome(verdict.pass, identity, &void_reasons)
-    };
-    set(r, "outcome", json!(outcome.name()));
-    for l in loaders {
-        if let Some(ws) = at(&l.result, "warnings").and_then(Value::as_array) {
-            for w in ws.iter().filter_map(Value::as_str) {
-                warnings.push(format!("loader {}: {w}", l.index));
-            }
-        }
-    }
-    set(r, "warnings", json!(warnings));
-    set(
-        r,
-        "loaders",
-        json!({
-            "count": n,
-            "topology": topology,
-            "rendezvous": at(r0, "loaders.rendezvous"),
-            "verified_alone": false,
-            "start_unix_us": at(r0, "loaders.start_unix_us"),
-            "merged_from": loaders.iter().map(|l| l.dir.display().to_string()).collect::<Vec<_>>(),
-            "lines_per_loader": per_loader_lines,
-            "clocks": {"trusted": trusted, "note": clock_note},
-            "loaders": loaders.iter().map(|l| result::loader_entry(l.index, &l.result)).collect::<Vec<_>>(),
-        }),
-    );
-    if at(r0, "cost").is_some() {
-        set(
-            r,
-            "cost_note",
-            json!("cost: the system and host as loader 0 sampled them; every loader's own samples are in samples.csv"),
-        );
-    }
-    crate::record::result::write_result(out, &merged_result)
-        .map_err(|e| MergeError::Input(format!("{e:#}")))?;
+/// The merged record's `loaders`: how many, whence, the lines each gave, the clocks,
+/// and each loader's own figures.
+fn loaders_block(loaders: &[Loader], topology: &str, logs: &LogsMerged, clocks: &Clocks) -> Value {
+    let b0 = loaders[0].block();
+    json!({
+        "count": loaders.len() as u64,
+        "topology": topology,
+        "rendezvous": b0.and_then(|b| b.rendezvous.as_ref()),
+        "verified_alone": false,
+        "start_unix_us": b0.and_then(|b| b.start_unix_us),
+        "merged_from": loaders.iter().map(|l| l.dir.display().to_string()).collect::<Vec<_>>(),
+        "lines_per_loader": logs.per_loader_lines,
+        "clocks": {"trusted": clocks.trusted, "note": clocks.note},
+        "loaders": loaders.iter().map(result::loader_entry).collect::<Vec<_>>(),
+    })
+}
 
-    samples(loaders, out)?;
-    report_csv(loaders, out)?;
-    invocation(loaders, out)?;
-
-    let exit = match (outcome, load.held || load.exploratory) {
-        (Outcome::Pass, false) => Exit::NotHeld,
-        (o, _) => Exit::of(o),
-    };
+/// What `crossbench merge` prints: each loader's figures, the cell's, the verdict.
+fn summary(
+    loaders: &[Loader],
+    out: &Path,
+    topology: &str,
+    logs: &LogsMerged,
+    clocks: &Clocks,
+    figures: &MergedFigures,
+    added: &CellResult,
+) -> String {
+    let r0 = &loaders[0].rec;
     let mut summary = String::new();
     let _ = writeln!(
         summary,
-        "\n=== MERGED  cell={}  {n} loaders ({topology})  system={} ===",
-        at(r0, "cell").and_then(Value::as_str).unwrap_or(""),
-        at(r0, "system").and_then(Value::as_str).unwrap_or("")
+        "\n=== MERGED  cell={}  {} loaders ({topology})  system={} ===",
+        r0.cell,
+        loaders.len(),
+        r0.system
     );
     for l in loaders {
+        let offered = |f: &str| l.rec.flows.get(f).map_or(0.0, |x| x.offered as f64);
         let _ = writeln!(
             summary,
             "loader {}: {}  offered {}  deliveries/s {:.1}  cpu {:.2} cores  lines {}",
             l.index,
-            l.outcome().map_or("(unknown)", |o| o.name()),
-            num(&l.result, "flows.A.offered") + num(&l.result, "flows.B.offered"),
-            num(&l.result, "throughput.window_deliveries_per_sec"),
-            num(&l.result, "loader.cpu_cores_mean"),
-            per_loader_lines[l.index as usize]
+            l.rec.outcome.name(),
+            offered("A") + offered("B"),
+            l.rec.throughput.window_deliveries_per_sec.unwrap_or(0.0),
+            l.rec.loader.cpu_cores_mean,
+            logs.per_loader_lines[l.index as usize]
         );
     }
+    let s = &figures.sums;
+    let window_served = match s.served {
+        Some((_, window)) => window,
+        None => added.throughput.window_served_fraction.unwrap_or(0.0),
+    };
     let _ = writeln!(
         summary,
         "served:    {:.0} deliveries/s in the rated window ({:.1} % of demand)",
-        num(&merged_result, "throughput.window_deliveries_per_sec"),
-        100.0 * num(&merged_result, "throughput.window_served_fraction")
+        s.window_deliveries_per_sec,
+        100.0 * window_served
     );
-    let _ = writeln!(summary, "clocks:    {clock_note}");
-    summary.push_str(&verdict.render_table());
+    let _ = writeln!(summary, "clocks:    {}", clocks.note);
+    let j = &figures.judged;
+    summary.push_str(&j.verdict.render_table());
     let _ = writeln!(
         summary,
         "OUTCOME: {}   load: {}   record: {}",
-        outcome.name(),
-        load.verdict,
+        j.outcome.name(),
+        j.load.verdict,
         out.display()
     );
-    Ok(Merged { exit, summary })
-}
-
-fn at_mut<'a>(v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    result::at_mut(v, path)
+    summary
 }
 
 /// `samples.csv`: loader 0's rows as they are, then every other loader's with
