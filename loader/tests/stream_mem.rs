@@ -265,3 +265,52 @@ fn a_refused_partition_count_is_the_cells_result() {
     assert!(answer.contains("at most 500 lanes"), "answer: {answer}");
     assert!(out.contains("REFUSED"), "the summary says so:\n{out}");
 }
+
+#[test]
+fn a_completed_space_exists_in_full_before_the_window_and_its_messages_are_checked() {
+    // stream-smoke's window (100 of 2 000 partitions, moving 100 every 200 ms) would
+    // create about 500 partitions a second inside the window; completed first, it
+    // creates none there.
+    let (code, text, tmp) = run_raw(
+        &scenario("stream-smoke.yaml"),
+        &support::relaxed(&["duration=2s", "stream.partitions.complete=true"]),
+    );
+    let dir = tmp.path().join("cell");
+    let r = result(&dir);
+    assert_eq!(code, 0, "exit code\n{text}");
+    assert_eq!(r["outcome"], "PASS");
+    let space = u(&r["workload"]["space"]);
+    assert_eq!(u(&r["partitions"]["created"]), space);
+    assert_eq!(u(&r["partitions"]["completed"]), space);
+    assert_eq!(
+        r["partitions"]["created_per_sec_rated"].as_f64(),
+        Some(0.0),
+        "no partition is created inside the rated window\n{}",
+        r["partitions"]
+    );
+    assert!(r["time"]["hydration_sec"].as_f64().unwrap() > 0.0);
+    // The completing messages are seq 1 of every partition, checked like the rest,
+    // popped by every group besides the published ones, and no part of the offered
+    // load (the identity holds on the paced flow alone).
+    let f = &r["flows"]["S"];
+    assert_eq!(
+        u(&f["offered"]),
+        u(&f["published"]) + u(&f["shed"]) + u(&f["failed"])
+    );
+    for g in ["stream_g1", "stream_g2"] {
+        let s = group(&r, g);
+        assert_eq!(u(&s["properties_seen"]), space, "{s}");
+        assert_eq!(u(&s["gaps"]), 0, "{s}");
+        assert_eq!(u(&s["duplicates"]), 0, "{s}");
+        assert_eq!(u(&s["lost_tail"]), 0, "{s}");
+    }
+    for g in r["groups"].as_array().unwrap() {
+        assert_eq!(u(&g["popped"]), u(&f["published"]) + space, "{g}");
+    }
+    let meta = std::fs::read_to_string(dir.join("produced.meta")).unwrap();
+    let partitions = meta.lines().filter(|l| l.starts_with("S ")).count() as u64;
+    assert_eq!(
+        partitions, space,
+        "every partition has a seq in produced.meta"
+    );
+}

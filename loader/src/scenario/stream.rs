@@ -32,6 +32,11 @@ pub struct PartitionsSection {
     pub rotate_every: Dur,
     /// Partitions the window advances by at each step; 0 = `window` (contiguous, no overlap).
     pub rotate_step: u64,
+    /// Before the warm-up, give every partition of the space one message and let
+    /// every group drain it: the rated window then runs on a space that exists in
+    /// full (seed 001's completed space). Off by default: partitions come into
+    /// existence on their first push, inside the window.
+    pub complete: bool,
 }
 
 /// The producer side.
@@ -283,6 +288,12 @@ impl StreamSection {
             return Err(invalid(
                 "stream.partitions.rotate_step",
                 "must not exceed space",
+            ));
+        }
+        if p.complete && shape.space > 10_000_000 {
+            return Err(invalid(
+                "stream.partitions.complete",
+                "completes at most 10000000 partitions (one message each before the warm-up); lower space or leave complete out",
             ));
         }
         Ok(())

@@ -101,6 +101,11 @@ pub struct PartitionFigures {
     pub created: u64,
     /// Created in the rated window, per second.
     pub created_per_sec_rated: f64,
+    /// Partitions completed before the warm-up (`stream.partitions.complete`): one
+    /// message each, which every group popped besides the published ones. Absent
+    /// when the space was not completed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub completed: u64,
     /// Partitions the checker saw, per group (from the verdict).
     pub seen_by_group: Vec<u64>,
 }
@@ -128,4 +133,8 @@ pub struct ErrorFigures {
     /// Failed pop / fetch / read calls (retried by the adapter).
     pub pop: u64,
     pub ack: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

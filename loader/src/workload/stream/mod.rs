@@ -3,12 +3,14 @@
 //! consumer groups (one consumer stream each), per-partition sequence checks, and a
 //! rate ladder of one cell per rate.
 //!
-//! One concept per file: [`rotation`] (which partitions a push goes to), [`payload`]
+//! One concept per file: [`rotation`] (which partitions a push goes to), [`complete`]
+//! (the space completed before the warm-up, when asked), [`payload`]
 //! (message bodies), [`push`] (the emit closure and push workers), [`sink`] (a
 //! group's handler), [`ledger`] (per-partition state), [`meta`] (`produced.meta`),
 //! [`progress`] (its live columns), [`figures`] (its part of `result.json`) and
 //! [`ladder`]. Its scenario section is `crate::scenario::stream`.
 
+pub mod complete;
 pub mod figures;
 pub mod ladder;
 pub mod ledger;
@@ -119,6 +121,15 @@ impl Stream {
             workers,
             groups,
         })
+    }
+
+    /// The message bodies of this cell.
+    fn body(&self) -> Body {
+        Body::new(
+            self.st.payload.bytes,
+            self.st.payload.compressible,
+            self.s.seed,
+        )
     }
 
     fn acked_now(&self) -> u64 {
@@ -246,12 +257,28 @@ impl Workload for Stream {
 
     async fn prepare(
         &self,
-        _env: &CellEnv,
-        _interrupt: &CancellationToken,
-        _say: &(dyn Fn(String) + Sync),
+        env: &CellEnv,
+        interrupt: &CancellationToken,
+        say: &(dyn Fn(String) + Sync),
     ) -> anyhow::Result<f64> {
-        // Partitions come into existence on their first push: nothing to hydrate.
-        Ok(0.0)
+        if !self.st.partitions.complete {
+            // Partitions come into existence on their first push: nothing to hydrate.
+            return Ok(0.0);
+        }
+        complete::Completion {
+            broker: env.broker.clone(),
+            topic: self.topic.clone(),
+            body: self.body(),
+            ledger: self.ledger.clone(),
+            clock: env.clock,
+            space: self.shape.space,
+            concurrency: self.workers,
+            drain_max: self.s.drain.max.0,
+            interrupt,
+            say,
+        }
+        .run()
+        .await
     }
 
     fn start_traffic(&self, env: &CellEnv, traffic: Traffic) -> Vec<Paced> {
@@ -265,6 +292,11 @@ impl Workload for Stream {
             queue: st.push.in_flight.div_ceil(self.workers) as usize,
             space: self.shape.space,
             drive: st.push.pacer,
+            first_seq: if st.partitions.complete {
+                complete::AFTER_COMPLETION
+            } else {
+                1
+            },
         };
         let penv = PushEnv {
             broker: env.broker.clone(),
@@ -275,7 +307,7 @@ impl Workload for Stream {
             ledger: self.ledger.clone(),
             window: env.window.clone(),
             clock: env.clock,
-            body: Body::new(st.payload.bytes, st.payload.compressible, s.seed),
+            body: self.body(),
             abandon: env.abandon.clone(),
             deadline: s.publish_deadline.0,
             outcomes: self.outcomes.clone(),
@@ -476,6 +508,11 @@ impl Workload for Stream {
                 space: shape.space,
                 created: self.ledger.created.count(),
                 created_per_sec_rated: (e.created_at_end - e.created_at_start) as f64 / rated_sec,
+                completed: if self.st.partitions.complete {
+                    self.shape.space
+                } else {
+                    0
+                },
                 seen_by_group: end
                     .verdict
                     .streams

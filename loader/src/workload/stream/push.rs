@@ -105,6 +105,9 @@ pub struct PushPlan {
     pub space: u64,
     /// What wakes the pacer.
     pub drive: PacerDrive,
+    /// Every partition's first seq: 1, or 2 after a completed space (whose seq 1
+    /// went out before the warm-up).
+    pub first_seq: u32,
 }
 
 #[derive(Debug)]
@@ -129,7 +132,7 @@ pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> 
     let mut picker = plan.picker.clone();
     let per = (plan.batch / picker.spread()) as u32;
     // The next seq of every partition: 4 bytes each, owned by the pacer.
-    let mut next_seq: Vec<u32> = vec![1; plan.space as usize];
+    let mut next_seq: Vec<u32> = vec![plan.first_seq; plan.space as usize];
     let mut parts: Vec<u64> = Vec::with_capacity(picker.spread() as usize);
     let counters = env.counters.clone();
     let emit = move |slot: Slot| {
