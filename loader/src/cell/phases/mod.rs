@@ -39,7 +39,7 @@ pub(crate) use traffic::Window;
 /// How a phase can end the cell besides handing on: with its record written (given
 /// up, or refused by the system), or with an error that is not the system's.
 pub(crate) enum Ended {
-    Report(CellReport),
+    Report(Box<CellReport>),
     Error(anyhow::Error),
 }
 
@@ -126,7 +126,8 @@ impl<'a, W: Workload> CellRun<'a, W> {
     /// Live the cell's phases and return its report.
     pub async fn run(mut self) -> Result<CellReport> {
         match self.phases().await {
-            Ok(r) | Err(Ended::Report(r)) => Ok(r),
+            Ok(r) => Ok(r),
+            Err(Ended::Report(r)) => Ok(*r),
             Err(Ended::Error(e)) => Err(e),
         }
     }
@@ -215,7 +216,7 @@ impl<'a, W: Workload> CellRun<'a, W> {
     /// Record a loader that gave the cell up before pacing it, and end.
     async fn give_up(&mut self, why: &Fail) -> Ended {
         match self.abandoned(why).await {
-            Ok(report) => Ended::Report(report),
+            Ok(report) => Ended::Report(Box::new(report)),
             Err(e) => Ended::Error(e),
         }
     }

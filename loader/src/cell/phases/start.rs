@@ -81,7 +81,10 @@ impl<W: Workload> CellRun<'_, W> {
         let set = crate::cell::setup::setup(&*broker, s, &topo).await;
         let description = match self.or_abandon("setup", set).await? {
             Ok(d) => d,
-            Err(refusal) => return Err(Ended::Report(self.refused(refusal, topo.lanes).await?)),
+            Err(refusal) => {
+                let report = self.refused(refusal, topo.lanes).await?;
+                return Err(Ended::Report(Box::new(report)));
+            }
         };
         // What the system said it is: invocation.txt's lines, the console, the warnings.
         let provenance_warnings = crate::record::result::provenance_warnings(s, &description);
