@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use loader::cli::{dispatch, exit::Exit, Cli};
+use loader::cli::{dispatch, exit::Exit, exit_of_error, Cli};
 
 // The loader allocates on every batch; glibc's allocator showed up at ~15 % of a
 // control-dense profile. mimalloc halves that (docs/performance.md).
@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(Exit::of_error(&e).code())
+            ExitCode::from(exit_of_error(&e).code())
         }
     }
 }

@@ -3,12 +3,15 @@
 //!
 //! One concept per file: [`file`] (the campaign file), [`arms`] (its matrix
 //! expanded and every scenario resolved), [`order`] (the interleaved order),
-//! [`record`] (`campaign.json`), [`progress`] (what the console shows), and
+//! [`record`] (`campaign.json`), [`progress`] (what the console shows),
 //! [`ceiling`] (the ceiling search, a campaign that picks its next rate from the
-//! last outcome).
+//! last outcome), [`ceiling_campaign`] (one search per arm, `ceiling-campaign.json`)
+//! and [`gate`] (the CI regression gate). Every cell runs through the runner
+//! ([`crate::workload::runner`]).
 
 pub mod arms;
 pub mod ceiling;
+pub mod ceiling_campaign;
 pub mod file;
 pub mod gate;
 pub mod order;
@@ -19,14 +22,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 
-use crate::cell::{Outcome, RunOptions};
-use crate::cli::exit::Exit;
-use crate::cli::BadInput;
+use crate::cell::Outcome;
 use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
 use crate::record::result::BuildInfo;
+use crate::workload::runner::{
+    prepare_out, signals, BadInput, CellRun, Exit, RunLock, Runner, RunnerSettings, Signals,
+};
 
 use arms::Arm;
 use record::{ArmEntry, CampaignRecord, CellEntry, CellStatus, CAMPAIGN_SCHEMA_VERSION};
@@ -122,20 +125,7 @@ pub(crate) fn probe_host(
 pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     let file = file::CampaignFile::load(&req.file)?;
     let arms = arms::expand(&file, &req.file)?;
-    check_rerun(req, &arms)?;
-    check_only(req, &arms)?;
-    for a in &arms {
-        if let Some(l) = &a.loaded {
-            let s = &l.scenario;
-            crate::cell::setup::build(s, &crate::workload::build_context(s)).map_err(|e| {
-                BadInput(format!(
-                    "campaign {}, arm {}: {e}",
-                    req.file.display(),
-                    a.id
-                ))
-            })?;
-        }
-    }
+    check_request(req, &arms)?;
     let per_arm: Vec<u32> = arms.iter().map(|a| a.repeats).collect();
     let order = order::interleave_each(&per_arm, file.seed);
     let dir = req
@@ -149,7 +139,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         .into());
     }
     if let Some(spec) = &file.ceiling {
-        return ceiling::run_campaign(req, &file, spec, &arms, &dir);
+        return ceiling_campaign::run_campaign(req, &file, spec, &arms, &dir);
     }
     if req.dry_run && !req.resume {
         return Ok(dry_run_done(
@@ -157,101 +147,11 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
             dir,
         ));
     }
-
-    let mut rec = if req.resume {
-        let r = CampaignRecord::read(&dir).map_err(|e| {
-            BadInput(format!(
-                "--resume {}: {e:#}; give the directory of the campaign to resume",
-                dir.display()
-            ))
-        })?;
-        // An arm recorded as not run (a variable it needs was not set) recorded its
-        // overrides unexpanded: it is the same arm when the file still declares them.
-        // An arm run again (`--rerun`) may have other overrides now (a method fixed):
-        // all its cells run again with them, and the record takes them.
-        let same = r.arms.len() == arms.len()
-            && r.arms.iter().zip(&arms).all(|(e, a)| {
-                let sets = e.sets == a.sets
-                    || (e.not_run.is_some() && e.sets == a.declared)
-                    || req.rerun.contains(&a.id);
-                e.id == a.id && sets && e.repeats.unwrap_or(r.repeats) == a.repeats
-            })
-            && r.repeats == file.repeats
-            && r.seed == file.seed;
-        if !same {
-            return Err(BadInput(format!(
-                "--resume {}: the campaign file now expands to other arms, repeats or seed than the campaign recorded there; resume with the file as it was, or start a new --out",
-                dir.display()
-            ))
-            .into());
-        }
-        let mut r = r;
-        for (e, a) in r.arms.iter_mut().zip(&arms) {
-            if req.rerun.contains(&a.id) {
-                e.sets = a.sets.clone();
-            }
-        }
-        admit_arms_that_run_now(req, &arms, &mut r);
-        r
+    let rec = if req.resume {
+        resumed_record(req, &file, &arms, &dir)?
     } else {
-        crate::cli::run::prepare_out(&dir)?;
-        CampaignRecord {
-            schema_version: CAMPAIGN_SCHEMA_VERSION,
-            kind: "campaign".into(),
-            campaign: file.campaign.clone(),
-            description: file.description.clone(),
-            file: req.file.clone(),
-            crossbench: BuildInfo::current().into(),
-            host: CampaignRecord::new_host(),
-            repeats: file.repeats,
-            seed: file.seed,
-            status: "running".into(),
-            started_utc: utc(SystemTime::now()),
-            ended_utc: None,
-            arms: arms
-                .iter()
-                .map(|a| ArmEntry {
-                    id: a.id.clone(),
-                    slug: a.slug.clone(),
-                    group: a.group.clone(),
-                    system: a.system(),
-                    scenario: a.scenario.clone(),
-                    sets: a.sets.clone(),
-                    point: a.point.clone(),
-                    not_run: a.not_run.clone(),
-                    repeats: Some(a.repeats),
-                })
-                .collect(),
-            order: order
-                .iter()
-                .map(|s| cell_id(&arms[s.arm], s.repeat))
-                .collect(),
-            cells: order
-                .iter()
-                .map(|s| {
-                    let a = &arms[s.arm];
-                    CellEntry {
-                        id: cell_id(a, s.repeat),
-                        arm: a.id.clone(),
-                        repeat: s.repeat,
-                        dir: PathBuf::from(&a.slug).join(format!("r{}", s.repeat)),
-                        status: if a.not_run.is_some() {
-                            CellStatus::NotRun
-                        } else {
-                            CellStatus::Pending
-                        },
-                        outcome: None,
-                        exit: None,
-                        error: a.not_run.clone(),
-                        started_utc: None,
-                        ended_utc: None,
-                        seconds: None,
-                    }
-                })
-                .collect(),
-            host_probes: Vec::new(),
-            sittings: Vec::new(),
-        }
+        prepare_out(&dir)?;
+        new_record(req, &file, &arms, &order)
     };
     if req.dry_run {
         // What this resume would run, nothing written.
@@ -266,27 +166,176 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
         );
         return Ok(dry_run_done(text, dir));
     }
+    sit(req, &arms, dir, rec)
+}
+
+/// `--rerun` and `--only` name arms that exist and run, and every arm that runs
+/// builds: anything else is bad input, before anything is written.
+fn check_request(req: &CampaignRequest, arms: &[Arm]) -> anyhow::Result<()> {
+    check_rerun(req, arms)?;
+    check_only(req, arms)?;
+    for a in arms {
+        if let Some(l) = &a.loaded {
+            let s = &l.scenario;
+            crate::cell::setup::build(s, &crate::workload::build_context(s)).map_err(|e| {
+                BadInput(format!(
+                    "campaign {}, arm {}: {e}",
+                    req.file.display(),
+                    a.id
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `--resume`: the record in `dir`, if the file still expands to the arms, repeats
+/// and seed it recorded; the arms run again (`--rerun`) take the file's overrides,
+/// and the arms that run now are admitted.
+fn resumed_record(
+    req: &CampaignRequest,
+    file: &file::CampaignFile,
+    arms: &[Arm],
+    dir: &Path,
+) -> anyhow::Result<CampaignRecord> {
+    let mut r = CampaignRecord::read(dir).map_err(|e| {
+        BadInput(format!(
+            "--resume {}: {e:#}; give the directory of the campaign to resume",
+            dir.display()
+        ))
+    })?;
+    // An arm recorded as not run (a variable it needs was not set) recorded its
+    // overrides unexpanded: it is the same arm when the file still declares them.
+    // An arm run again (`--rerun`) may have other overrides now (a method fixed):
+    // all its cells run again with them, and the record takes them.
+    let same = r.arms.len() == arms.len()
+        && r.arms.iter().zip(arms).all(|(e, a)| {
+            let sets = e.sets == a.sets
+                || (e.not_run.is_some() && e.sets == a.declared)
+                || req.rerun.contains(&a.id);
+            e.id == a.id && sets && e.repeats.unwrap_or(r.repeats) == a.repeats
+        })
+        && r.repeats == file.repeats
+        && r.seed == file.seed;
+    if !same {
+        return Err(BadInput(format!(
+            "--resume {}: the campaign file now expands to other arms, repeats or seed than the campaign recorded there; resume with the file as it was, or start a new --out",
+            dir.display()
+        ))
+        .into());
+    }
+    for (e, a) in r.arms.iter_mut().zip(arms) {
+        if req.rerun.contains(&a.id) {
+            e.sets = a.sets.clone();
+        }
+    }
+    admit_arms_that_run_now(req, arms, &mut r);
+    Ok(r)
+}
+
+/// The record of a campaign about to start: every arm, the order, every cell pending
+/// (or not run, its arm's reason given).
+fn new_record(
+    req: &CampaignRequest,
+    file: &file::CampaignFile,
+    arms: &[Arm],
+    order: &[order::Slot],
+) -> CampaignRecord {
+    CampaignRecord {
+        schema_version: CAMPAIGN_SCHEMA_VERSION,
+        kind: "campaign".into(),
+        campaign: file.campaign.clone(),
+        description: file.description.clone(),
+        file: req.file.clone(),
+        crossbench: BuildInfo::current().into(),
+        host: CampaignRecord::new_host(),
+        repeats: file.repeats,
+        seed: file.seed,
+        status: "running".into(),
+        started_utc: utc(SystemTime::now()),
+        ended_utc: None,
+        arms: arms
+            .iter()
+            .map(|a| ArmEntry {
+                id: a.id.clone(),
+                slug: a.slug.clone(),
+                group: a.group.clone(),
+                system: a.system(),
+                scenario: a.scenario.clone(),
+                sets: a.sets.clone(),
+                point: a.point.clone(),
+                not_run: a.not_run.clone(),
+                repeats: Some(a.repeats),
+            })
+            .collect(),
+        order: order
+            .iter()
+            .map(|s| cell_id(&arms[s.arm], s.repeat))
+            .collect(),
+        cells: order
+            .iter()
+            .map(|s| {
+                let a = &arms[s.arm];
+                CellEntry {
+                    id: cell_id(a, s.repeat),
+                    arm: a.id.clone(),
+                    repeat: s.repeat,
+                    dir: PathBuf::from(&a.slug).join(format!("r{}", s.repeat)),
+                    status: if a.not_run.is_some() {
+                        CellStatus::NotRun
+                    } else {
+                        CellStatus::Pending
+                    },
+                    outcome: None,
+                    exit: None,
+                    error: a.not_run.clone(),
+                    started_utc: None,
+                    ended_utc: None,
+                    seconds: None,
+                }
+            })
+            .collect(),
+        host_probes: Vec::new(),
+        sittings: Vec::new(),
+    }
+}
+
+/// One sitting of the campaign: the run lock taken, the sitting recorded, the cells
+/// this sitting runs run, and the campaign closed.
+fn sit(
+    req: &CampaignRequest,
+    arms: &[Arm],
+    dir: PathBuf,
+    mut rec: CampaignRecord,
+) -> anyhow::Result<CampaignDone> {
     rec.status = "running".into();
     rec.ended_utc = None;
-    let _lock = crate::cli::lock::acquire(req.quiet)?;
+    let mut runner = Runner::start(RunnerSettings {
+        lock: RunLock::Exclusive,
+        threads: 0,
+        timing: req.timing,
+        quiet: req.quiet,
+        argv: req.argv.clone(),
+    })?;
     // This run is a sitting of its own: a resume on another machine says so.
     rec.sittings.push(record::SittingEntry::now());
     rec.write(&dir)?;
+    // Which cells to run is decided before any signal is listened for: on a resume it
+    // verifies every recorded cell's logs again, a blocking scan.
+    let todo = cells_to_run(req, arms, &dir, &rec);
+    // Ctrl-C: no further cell starts, and the running one goes on to its end, so the
+    // campaign stops with whole cells only. A second Ctrl-C (or a SIGTERM, at once)
+    // stops the running cell's traffic early: it is recorded as interrupted and run
+    // again by --resume. One more signal exits at once (runner::signals).
+    runner.listen(Signals::AfterCell);
+    let ran = run_cells(&runner, req, arms, &dir, &mut rec, todo)?;
+    runner.shut_down();
+    close(dir, rec, ran)
+}
 
-    let rt = match req.timing {
-        Timing::Real => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
-            .enable_all()
-            .build(),
-        Timing::Virtual => crate::cli::run::virtual_runtime(),
-    }
-    .context("starting the runtime")?;
-    // Which cells to run is decided before the runtime starts: on a resume it verifies
-    // every recorded cell's logs again, a blocking scan that has no place on it.
-    let todo = cells_to_run(req, &arms, &dir, &rec);
-    let ran = rt.block_on(run_cells(req, &arms, &dir, &mut rec, todo))?;
-    rt.shutdown_timeout(Duration::from_secs(2));
-
+/// The campaign's end: its status and end time recorded, the closing table printed,
+/// and its exit (the signal's, FAIL, an error's, or PASS).
+fn close(dir: PathBuf, mut rec: CampaignRecord, ran: usize) -> anyhow::Result<CampaignDone> {
     let interrupted = rec
         .cells
         .iter()
@@ -312,7 +361,7 @@ pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     print!("{text}");
     let any_fail = rec.cells.iter().any(|c| c.outcome == Some(Outcome::Fail));
     let exit = if interrupted {
-        crate::cli::signals::exit()
+        signals::exit()
     } else if any_fail {
         Exit::Fail
     } else if errored {
@@ -498,29 +547,20 @@ fn cells_to_run(
         .collect()
 }
 
-/// Run the cells `todo` (indices into `rec.cells`, from [`cells_to_run`]).
-async fn run_cells(
+/// Run the cells `todo` (indices into `rec.cells`, from [`cells_to_run`]), one after
+/// the other, until a signal says no further cell starts.
+fn run_cells(
+    runner: &Runner,
     req: &CampaignRequest,
     arms: &[Arm],
     dir: &Path,
     rec: &mut CampaignRecord,
     todo: Vec<usize>,
 ) -> anyhow::Result<usize> {
-    // Ctrl-C: no further cell starts, and the running one goes on to its end, so the
-    // campaign stops with whole cells only. A second Ctrl-C (or a SIGTERM, at once)
-    // stops the running cell's traffic early: it is recorded as interrupted and run
-    // again by --resume. One more signal exits at once (cli::signals).
-    let stop = CancellationToken::new();
-    let cut = CancellationToken::new();
-    crate::cli::signals::install_after_cell(stop.clone(), cut.clone());
     if !todo.is_empty() {
         // Before the first cell: does this host stall a busy machine? Warned of,
         // recorded, never refused (record::host_stalls).
-        let (secs, timing) = (req.host_probe, req.timing);
-        if let Some(p) = tokio::task::spawn_blocking(move || probe_host(secs, timing))
-            .await
-            .context("the host probe")?
-        {
+        if let Some(p) = probe_host(req.host_probe, req.timing) {
             rec.host_probes.push(p);
             rec.write(dir)?;
         }
@@ -528,18 +568,18 @@ async fn run_cells(
     let mut bar = progress::Bar::new(todo.len(), req.quiet);
     let mut ran = 0;
     for i in todo {
-        if stop.is_cancelled() {
+        if runner.stopped() {
             break;
         }
-        let (arm_id, cell_dir) = (rec.cells[i].arm.clone(), dir.join(&rec.cells[i].dir));
         let arm = arms
             .iter()
-            .find(|a| a.id == arm_id)
+            .find(|a| a.id == rec.cells[i].arm)
             .context("a recorded cell names an arm the campaign lacks")?;
         let loaded = arm
             .loaded
             .as_ref()
             .context("an arm that runs has a scenario")?;
+        let cell_dir = dir.join(&rec.cells[i].dir);
         if cell_dir.exists() {
             std::fs::remove_dir_all(&cell_dir)
                 .with_context(|| format!("clearing {} to run it again", cell_dir.display()))?;
@@ -547,57 +587,58 @@ async fn run_cells(
         std::fs::create_dir_all(&cell_dir)
             .with_context(|| format!("creating {}", cell_dir.display()))?;
         let started = SystemTime::now();
-        {
-            let c = &mut rec.cells[i];
-            // Marked interrupted while it runs: a kill leaves it to --resume.
-            c.status = CellStatus::Interrupted;
-            c.started_utc = Some(utc(started));
-            c.ended_utc = None;
-            c.outcome = None;
-            c.exit = None;
-            c.error = None;
-        }
+        begin_cell(&mut rec.cells[i], started);
         rec.write(dir)?;
         bar.start(&rec.cells[i].id);
-        let interrupt = cut.child_token();
-        let opts = RunOptions {
-            argv: req.argv.clone(),
-            scenario_path: arm.scenario.clone(),
-            out: cell_dir.clone(),
-            quiet: true,
-            sampler_url: None,
-            timing: req.timing,
-            interrupt_drain: crate::cell::INTERRUPT_DRAIN,
-            fleet: None,
-        };
-        let r = crate::workload::run_cell(loaded, &opts, &[], &interrupt).await;
+        let r = runner.run(&CellRun::new(loaded, arm.scenario.clone(), cell_dir));
         ran += 1;
-        let c = &mut rec.cells[i];
-        c.ended_utc = Some(utc(SystemTime::now()));
-        c.seconds = Some(started.elapsed().unwrap_or_default().as_secs_f64());
-        match r {
-            Ok(report) if !interrupt.is_cancelled() => {
-                c.status = CellStatus::Done;
-                c.outcome = Some(report.outcome);
-                c.exit = Some(Exit::of_cell(&report).code());
-            }
-            Ok(report) => {
-                c.status = CellStatus::Interrupted;
-                c.outcome = Some(report.outcome);
-                c.error = Some(
-                    "cut short by a signal (a second Ctrl-C, or SIGTERM): run it again with --resume"
-                        .into(),
-                );
-            }
-            Err(e) => {
-                c.status = CellStatus::Failed;
-                c.exit = Some(Exit::of_error(&e).code());
-                c.error = Some(crate::record::redact::redact(&format!("{e:#}")));
-            }
-        }
-        bar.finish_cell(c);
+        end_cell(&mut rec.cells[i], started, r, runner.cut_short());
+        bar.finish_cell(&rec.cells[i]);
         rec.write(dir)?;
     }
     bar.done();
     Ok(ran)
+}
+
+/// A cell about to run is marked interrupted while it runs: a kill leaves it to
+/// `--resume`.
+fn begin_cell(c: &mut CellEntry, started: SystemTime) {
+    c.status = CellStatus::Interrupted;
+    c.started_utc = Some(utc(started));
+    c.ended_utc = None;
+    c.outcome = None;
+    c.exit = None;
+    c.error = None;
+}
+
+/// What a cell that ran left in its entry: done with its outcome and exit, cut
+/// short by a signal (`cut_short`), or failed with the error's exit.
+fn end_cell(
+    c: &mut CellEntry,
+    started: SystemTime,
+    r: anyhow::Result<crate::cell::CellReport>,
+    cut_short: bool,
+) {
+    c.ended_utc = Some(utc(SystemTime::now()));
+    c.seconds = Some(started.elapsed().unwrap_or_default().as_secs_f64());
+    match r {
+        Ok(report) if !cut_short => {
+            c.status = CellStatus::Done;
+            c.outcome = Some(report.outcome);
+            c.exit = Some(Exit::of_cell(&report).code());
+        }
+        Ok(report) => {
+            c.status = CellStatus::Interrupted;
+            c.outcome = Some(report.outcome);
+            c.error = Some(
+                "cut short by a signal (a second Ctrl-C, or SIGTERM): run it again with --resume"
+                    .into(),
+            );
+        }
+        Err(e) => {
+            c.status = CellStatus::Failed;
+            c.exit = Some(Exit::of_error(&e).code());
+            c.error = Some(crate::record::redact::redact(&format!("{e:#}")));
+        }
+    }
 }

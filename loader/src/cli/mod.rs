@@ -1,26 +1,36 @@
 //! The command line: what each subcommand takes and does. `main.rs` only parses,
-//! dispatches here and maps the result to an exit code ([`exit::Exit`]).
+//! dispatches here and maps the result to an exit code ([`exit::Exit`],
+//! [`exit_of_error`]). The exit codes, the run lock and the signals are the runner's
+//! ([`crate::workload::runner`]), below the campaigns that use them too.
 
 pub mod campaign;
-pub mod exit;
-pub mod lock;
 pub mod report;
 pub mod run;
 pub mod sample;
 pub mod selftest;
-pub mod signals;
 pub mod verify;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// The exit codes (the runner's).
+pub use crate::workload::runner::exit;
+/// Bad input: exit 2 (the runner's).
+pub use crate::workload::runner::BadInput;
+
 use exit::Exit;
 
-/// Bad input: exit 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
+/// The exit a command's error maps to: [`Exit::of_error`] for the errors of the
+/// runner and the layers below it, and bad input for a campaign file's error too.
+pub fn exit_of_error(e: &anyhow::Error) -> Exit {
+    if e.downcast_ref::<crate::campaign::file::CampaignError>()
+        .is_some()
+    {
+        return Exit::BadInput;
+    }
+    Exit::of_error(e)
+}
 
 /// Open-loop benchmark and correctness harness for message brokers.
 #[derive(Debug, Parser)]

@@ -1,17 +1,19 @@
 //! `crossbench run`: load and check the scenario, take the run lock, create the
 //! record's directory, and run the cell (or one cell per rate of a stream ladder,
-//! then `ladder.csv`). Also the in-process entry point tests use ([`execute`]).
+//! then `ladder.csv`), all through the runner ([`crate::workload::runner`]). Also the
+//! in-process entry point tests use ([`execute`]).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 
-use crate::cell::{default_out, Outcome, RunOptions};
-use crate::cli::exit::Exit;
-use crate::cli::BadInput;
+use crate::cell::{default_out, Outcome};
 use crate::pacing::pacer::Timing;
 use crate::scenario::{self, Loaded, WorkloadKind};
+use crate::workload::runner::{CellRun, Exit, RunLock, Runner, RunnerSettings, Signals};
+
+/// Where a record's directory is made (the runner's; `cell::merge` calls it here).
+pub use crate::workload::runner::prepare_out;
 
 /// One `run` request.
 #[derive(Debug, Clone)]
@@ -89,64 +91,34 @@ pub fn execute(req: &RunRequest) -> anyhow::Result<RunDone> {
     crate::cell::setup::build(s, &crate::workload::build_context(s))?;
     let out = req.out.clone().unwrap_or_else(|| default_out(&s.name));
     // The loaders of one cell on one machine share the run lock; any other run waits.
-    let _lock = match fleet.as_ref().filter(|f| !f.alone()) {
-        Some(_) => crate::cli::lock::acquire_shared(req.quiet)?,
-        None => crate::cli::lock::acquire(req.quiet)?,
-    };
+    let mut runner = Runner::start(RunnerSettings {
+        lock: match fleet.as_ref().filter(|f| !f.alone()) {
+            Some(_) => RunLock::Shared,
+            None => RunLock::Exclusive,
+        },
+        threads: s.threads,
+        timing: req.timing,
+        quiet: req.quiet,
+        argv: req.argv.clone(),
+    })?;
     // A budget naming no running process is bad input before anything is written.
     crate::cell::budget::preflight(s)?;
     prepare_out(&out)?;
-    let rt = runtime(s.threads, req.timing)?;
-    let done = rt.block_on(run_cells(&loaded, req, &out, &fleet))?;
-    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    runner.listen(Signals::CutShort);
+    let done = run_cells(&runner, &loaded, req, &out, &fleet)?;
+    runner.shut_down();
     Ok(done)
 }
 
-/// The runtime a cell runs in: `threads` workers (0 = one per core), or virtual time.
-pub fn runtime(threads: u64, timing: Timing) -> anyhow::Result<tokio::runtime::Runtime> {
-    let rt = match timing {
-        Timing::Real => {
-            let threads = match threads {
-                0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-                n => n as usize,
-            };
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .enable_all()
-                .build()
-        }
-        Timing::Virtual => virtual_runtime(),
-    };
-    rt.context("starting the runtime")
-}
-
-/// A current-thread runtime whose time is paused and auto-advanced (tests).
-#[cfg(any(test, feature = "virtual-time"))]
-pub fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-}
-
-/// Virtual time is not in this build.
-#[cfg(not(any(test, feature = "virtual-time")))]
-pub fn virtual_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    Err(std::io::Error::other(
-        "virtual time needs the `virtual-time` feature (tests only)",
-    ))
-}
-
-/// The cells of the scenario, one after the other, in one runtime; Ctrl-C ends the
-/// current cell's traffic early and skips the cells after it.
-async fn run_cells(
+/// The cells of the scenario, one after the other; Ctrl-C ends the current cell's
+/// traffic early and skips the cells after it.
+fn run_cells(
+    runner: &Runner,
     loaded: &Loaded,
     req: &RunRequest,
     out: &Path,
     fleet: &Option<crate::fleet::FleetSpec>,
 ) -> anyhow::Result<RunDone> {
-    let interrupt = CancellationToken::new();
-    crate::cli::signals::install(interrupt.clone());
     let s = &loaded.scenario;
     let ladder = s
         .stream
@@ -164,23 +136,20 @@ async fn run_cells(
     let mut single = None;
     let mut done = Vec::new();
     for (cell, dir) in &cells {
-        if interrupt.is_cancelled() {
+        if runner.stopped() {
             break;
         }
         if dir != out {
             prepare_out(dir)?;
         }
-        let opts = RunOptions {
-            argv: req.argv.clone(),
-            scenario_path: req.scenario.clone(),
-            out: dir.clone(),
+        let report = runner.run(&CellRun {
             quiet: req.quiet,
             sampler_url: req.sampler.clone(),
-            timing: req.timing,
             interrupt_drain: req.interrupt_drain,
             fleet: fleet.clone(),
-        };
-        let report = crate::workload::run_cell(cell, &opts, &ladder, &interrupt).await?;
+            ladder: &ladder,
+            ..CellRun::new(cell, req.scenario.clone(), dir.clone())
+        })?;
         print!("{}", report.summary);
         worst = worst.worst(report.outcome);
         single = Some(Exit::of_cell(&report));
@@ -204,24 +173,4 @@ async fn run_cells(
         cells: done,
         out: out.to_path_buf(),
     })
-}
-
-/// Create the record's directory; it must not exist or be empty (cells are never
-/// overwritten).
-pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
-    if out.exists() {
-        let non_empty = std::fs::read_dir(out)
-            .with_context(|| format!("reading {}", out.display()))?
-            .next()
-            .is_some();
-        if non_empty {
-            return Err(BadInput(format!(
-                "--out {} exists and is not empty; choose a new directory (cells are never overwritten)",
-                out.display()
-            ))
-            .into());
-        }
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    Ok(())
 }

@@ -1,8 +1,10 @@
 //! The workloads crossbench drives through the cell lifecycle ([`crate::cell`]): the
 //! channel-manager [`pipeline`] and the [`stream`] workload, and the [`stamp`] every
-//! message of both carries.
+//! message of both carries; and the [`runner`] every command runs its cells with (the
+//! run lock, the runtime, the signals, the exit codes).
 
 pub mod pipeline;
+pub mod runner;
 pub mod stamp;
 pub mod stream;
 
@@ -25,7 +27,8 @@ pub fn build_context(s: &Scenario) -> BuildContext {
 }
 
 /// Run one cell of the scenario's workload. `ladder` is the ladder a stream cell
-/// belongs to (for its record; empty otherwise).
+/// belongs to (for its record; empty otherwise). Commands call it through
+/// [`runner::Runner::run`].
 pub async fn run_cell(
     loaded: &Loaded,
     opts: &RunOptions,

@@ -29,7 +29,7 @@ use crate::record::host::process_cpu_seconds;
 /// Run the bare side once (its own runtime, shut down before returning, so nothing
 /// of it runs beside the next cell).
 pub fn run(shape: &Shape, index: usize) -> anyhow::Result<SideRun> {
-    let rt = crate::cli::run::runtime(shape.scenario().threads, Timing::Real)?;
+    let rt = crate::workload::runner::runtime::runtime(shape.scenario().threads, Timing::Real)?;
     let r = rt.block_on(drive(shape, index));
     rt.shutdown_timeout(Duration::from_secs(2));
     r

@@ -1,5 +1,6 @@
 //! The crossbench side of the tax: the shape's stream cell, run by the same code as
-//! `crossbench run` (`workload::run_cell` in a runtime built like `run`'s): pacer
+//! `crossbench run` (the runner, `workload::runner`, with a runtime like `run`'s,
+//! under the run lock the tax already holds): pacer
 //! thread, push workers, the adapter's publish and consume, one sink per group
 //! (decode every stamp, log `<partition>,<seq>`, e2e histograms), the 1 Hz sampler,
 //! the per-second reporter, then the drain, the checker and the record. Its figure is
@@ -7,38 +8,27 @@
 //! window ÷ the deliveries made while it ran.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 
 use super::figures::{Side, SideRun};
 use super::shape::Shape;
-use crate::cell::RunOptions;
 use crate::pacing::pacer::Timing;
+use crate::workload::runner::{prepare_out, CellRun, RunLock, Runner, RunnerSettings};
 
 /// Run the cell once, its record in `out` (created here; must not exist or be empty).
 pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, String)> {
-    crate::cli::run::prepare_out(out)?;
+    prepare_out(out)?;
     let s = shape.scenario();
-    let rt = crate::cli::run::runtime(s.threads, Timing::Real)?;
-    let opts = RunOptions {
-        argv: std::env::args().collect(),
-        scenario_path: "selftest-tax.yaml".into(),
-        out: out.to_path_buf(),
-        quiet: true,
-        sampler_url: None,
+    let mut runner = Runner::start(RunnerSettings {
+        lock: RunLock::Held,
+        threads: s.threads,
         timing: Timing::Real,
-        interrupt_drain: crate::cell::INTERRUPT_DRAIN,
-        fleet: None,
-    };
-    let report = rt.block_on(crate::workload::run_cell(
-        &shape.loaded,
-        &opts,
-        &[],
-        &CancellationToken::new(),
-    ));
-    rt.shutdown_timeout(Duration::from_secs(2));
+        quiet: true,
+        argv: std::env::args().collect(),
+    })?;
+    let report = runner.run(&CellRun::new(&shape.loaded, "selftest-tax.yaml", out));
+    runner.shut_down();
     let report = report.context("running the crossbench cell")?;
     let path = report.dir.join("result.json");
     let text =

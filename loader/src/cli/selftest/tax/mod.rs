@@ -69,7 +69,7 @@ pub fn tax(a: TaxArgs) -> anyhow::Result<Exit> {
     s.options
         .bare_check()
         .map_err(|e| BadInput(e.to_string()))?;
-    let _lock = crate::cli::lock::acquire(false)?;
+    let _lock = crate::workload::runner::lock::acquire(false)?;
     let (dir, keep) = match &a.keep {
         Some(d) => (d.clone(), true),
         None => (
@@ -77,7 +77,7 @@ pub fn tax(a: TaxArgs) -> anyhow::Result<Exit> {
             false,
         ),
     };
-    crate::cli::run::prepare_out(&dir)?;
+    crate::workload::runner::prepare_out(&dir)?;
     println!(
         "selftest tax: system {} at {} msg/s, {} partitions, pushes of {}, pops of {}, {} B messages; warm-up {:.0} s, window {:.0} s; {} runs a side, interleaved",
         s.system,

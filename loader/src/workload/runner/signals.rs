@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::exit::Exit;
+use super::exit::Exit;
 
 /// The first signal received (0: none).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);

@@ -1,7 +1,12 @@
 //! The exit codes of `crossbench`, in one place: what sets them, what `--help` and
-//! the README list.
+//! the README list; and [`BadInput`], the error that exits 2.
 
 use crate::cell::Outcome;
+
+/// Bad input: exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
 
 /// How `crossbench` exits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +125,7 @@ impl Exit {
             Outcome::Fail => Exit::Fail,
             Outcome::Void => Exit::Void,
             Outcome::Refused => Exit::Refused,
-            Outcome::Interrupted => crate::cli::signals::exit(),
+            Outcome::Interrupted => super::signals::exit(),
             // One loader's share ran to its end; the verdict is the merge's.
             Outcome::Share => Exit::Pass,
             Outcome::Abandoned => Exit::Abandoned,
@@ -128,17 +133,15 @@ impl Exit {
     }
 
     /// The exit an error maps to: bad input for every error that names a bad
-    /// argument, field or file; internal otherwise.
+    /// argument, field or file; internal otherwise. The errors known here are those
+    /// of the runner and the layers below it; a command's own (a campaign file's) are
+    /// added by `crate::cli::exit_of_error`, which `main` uses.
     pub fn of_error(e: &anyhow::Error) -> Exit {
-        if e.downcast_ref::<crate::cli::signals::Interrupted>()
-            .is_some()
-        {
-            return crate::cli::signals::exit();
+        if e.downcast_ref::<super::signals::Interrupted>().is_some() {
+            return super::signals::exit();
         }
-        let bad = e.downcast_ref::<crate::cli::BadInput>().is_some()
+        let bad = e.downcast_ref::<BadInput>().is_some()
             || e.downcast_ref::<crate::scenario::ScenarioError>().is_some()
-            || e.downcast_ref::<crate::campaign::file::CampaignError>()
-                .is_some()
             || e.downcast_ref::<adapters::BuildError>().is_some()
             || e.downcast_ref::<checker::CheckError>().is_some()
             || e.downcast_ref::<crate::fleet::FleetError>().is_some()
@@ -180,7 +183,7 @@ mod tests {
 
     #[test]
     fn the_readme_lists_every_exit_code() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../../README.md");
         for e in Exit::ALL {
             let entry = format!("**{}** {}", e.code(), e.name());
             assert!(readme.contains(&entry), "README.md lacks `{entry}`");
