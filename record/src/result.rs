@@ -97,6 +97,12 @@ pub struct CellResult {
     /// Pipeline cells: each stream's figures, in the order the topology names them.
     #[serde(default)]
     pub streams: Vec<StreamFigures>,
+    /// Stream cells: what each consumer group popped and acknowledged.
+    #[serde(default)]
+    pub groups: Vec<Group>,
+    /// Stream cells: failed push, pop and ack calls (each retried).
+    #[serde(default)]
+    pub errors: Option<Errors>,
 }
 
 /// A block read typed and kept as written: [`Kept::typed`] for reading it,
@@ -227,6 +233,24 @@ pub struct Invariants {
 pub struct StreamFigures {
     /// The stream's name (a partitioned loader's carries its namespace).
     pub stream: Option<String>,
+}
+
+/// A stream cell's consumer group (`groups[]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Group {
+    pub group: String,
+    pub popped: u64,
+    pub acked: u64,
+}
+
+/// A stream cell's failed calls (`errors`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Errors {
+    pub push: u64,
+    pub pop: u64,
+    pub ack: u64,
 }
 
 /// `provenance`: the system's product, version and settings as it reported them at

@@ -651,13 +651,50 @@ pub struct GateRecord {
 }
 
 /// One leg as gate.json lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Leg {
     pub arm: String,
     pub pair: usize,
     pub stage: u8,
     pub dir: String,
+    /// The cell's outcome by name, or `ERROR: …` when the leg did not run.
     pub outcome: String,
+}
+
+impl Leg {
+    /// The cell's outcome (`None`: the leg errored, or an outcome this build does not
+    /// know).
+    pub fn cell_outcome(&self) -> Option<cell_record::Outcome> {
+        self.outcome.parse().ok()
+    }
+}
+
+/// What a reader of gate.json gets back: its arms' overrides and its legs (every
+/// schema version has these).
+#[derive(Debug, Clone, Deserialize)]
+pub struct GateLegs {
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub baseline_sets: Vec<String>,
+    #[serde(default)]
+    pub candidate_sets: Vec<String>,
+    #[serde(default)]
+    pub legs: Vec<Leg>,
+}
+
+impl GateLegs {
+    /// Read a gate.json; `None` when it is not one.
+    pub fn read(path: &std::path::Path) -> Option<GateLegs> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// An A/A run: a calibration, or the candidate's overrides equal to the
+    /// baseline's.
+    pub fn is_a_a(&self) -> bool {
+        self.kind == "gate-calibration" || self.baseline_sets == self.candidate_sets
+    }
 }
 
 impl GateRecord {

@@ -36,8 +36,8 @@ use cell_record::CellResult;
 use serde_json::{json, Value};
 
 use crate::cell::Outcome;
-use crate::cli::exit::Exit;
-use crate::cli::BadInput;
+use crate::workload::runner::exit::Exit;
+use crate::workload::runner::exit::BadInput;
 use crate::fleet::hlog::{merge_logs, params, HlogError};
 use loaders::{clocks, read_loaders, Loader};
 use result::{put_summary, sum_numbers, Judged, MergedFigures, Sums};
@@ -116,7 +116,7 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
 /// `crossbench merge`.
 pub fn command(dirs: &[PathBuf], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
     let loaders = read_loaders(dirs)?;
-    crate::cli::run::prepare_out(out)?;
+    crate::workload::runner::prepare_out(out)?;
     if loaders.iter().any(|l| l.rec.outcome == Outcome::Abandoned) {
         return abandoned(&loaders, out, quiet);
     }

@@ -72,23 +72,19 @@ fn aa_noise(dir: &Path) -> anyhow::Result<(Noise, Vec<String>)> {
     let mut noise = Noise::new();
     let mut used = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f)?;
-        let Ok(g) = serde_json::from_str::<serde_json::Value>(&text) else {
+        let Some(g) = report::gate::GateLegs::read(&f) else {
             continue;
         };
-        let aa = g["kind"] == "gate-calibration" || g["baseline_sets"] == g["candidate_sets"];
-        if !aa {
+        if !g.is_a_a() {
             continue;
         }
         let root = f.parent().unwrap_or(Path::new("."));
         let mut legs: BTreeMap<u64, Vec<CellRecord>> = BTreeMap::new();
-        for l in g["legs"].as_array().into_iter().flatten() {
-            if l["stage"] != 1 || l["outcome"] != "PASS" {
+        for l in &g.legs {
+            if l.stage != 1 || l.cell_outcome() != Some(cell_record::Outcome::Pass) {
                 continue;
             }
-            let (Some(pair), Some(d)) = (l["pair"].as_u64(), l["dir"].as_str()) else {
-                continue;
-            };
+            let (pair, d) = (l.pair as u64, l.dir.as_str());
             if let Ok(c) = CellRecord::load(&root.join(d)) {
                 legs.entry(pair).or_default().push(c);
             }

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use anyhow::Context as _;
 
 use super::figures::{Side, SideRun};
 use super::shape::Shape;
@@ -30,24 +30,10 @@ pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, 
     let report = runner.run(&CellRun::new(&shape.loaded, "selftest-tax.yaml", out));
     runner.shut_down();
     let report = report.context("running the crossbench cell")?;
-    let path = report.dir.join("result.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let r: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let f = |p: &str| {
-        r.pointer(p)
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0)
-    };
-    let u = |p: &str| {
-        r.pointer(p)
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
-    let cpu_us = f("/loader/cpu_us_per_delivery");
-    let cores = f("/loader/cpu_cores_mean");
-    let window = f("/time/rated_sec");
+    let r = &report.record;
+    let cpu_us = r.loader.cpu_us_per_delivery;
+    let cores = r.loader.cpu_cores_mean;
+    let window = r.time.rated_sec;
     let cpu = cores * window;
     let deliveries = if cpu_us > 0.0 {
         (cpu * 1e6 / cpu_us).round() as u64
@@ -59,11 +45,9 @@ pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, 
     // the limit: delivered everything, did not keep the rate.
     let complete = pass || report.outcome == crate::cell::Outcome::Void;
     let held = pass && report.load.as_ref().is_some_and(|l| l.held);
-    let variant = r
-        .pointer("/variant")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let variant = r.variant.clone();
+    let first_group = r.groups.first().cloned().unwrap_or_default();
+    let errors = r.errors.clone().unwrap_or_default();
     Ok((
         SideRun {
             side: Side::Crossbench,
@@ -73,10 +57,10 @@ pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, 
             deliveries_in_window: deliveries,
             cpu_us_per_delivery: cpu_us,
             cpu_cores: cores,
-            published: u("/flows/S/published"),
-            consumed: u("/groups/0/popped"),
-            acked: u("/groups/0/acked"),
-            errors: u("/errors/push") + u("/errors/pop") + u("/errors/ack"),
+            published: r.flows.get("S").map_or(0, |f| f.published),
+            consumed: first_group.popped,
+            acked: first_group.acked,
+            errors: errors.push + errors.pop + errors.ack,
             complete,
             // Its checker FAILs a duplicate: a cell never counts re-reads as work.
             comparable: true,
