@@ -36,9 +36,9 @@ use cell_record::CellResult;
 use serde_json::{json, Value};
 
 use crate::cell::Outcome;
-use crate::workload::runner::exit::Exit;
-use crate::workload::runner::exit::BadInput;
 use crate::fleet::hlog::{merge_logs, params, HlogError};
+use crate::workload::runner::exit::BadInput;
+use crate::workload::runner::exit::Exit;
 use loaders::{clocks, read_loaders, Loader};
 use result::{put_summary, sum_numbers, Judged, MergedFigures, Sums};
 
