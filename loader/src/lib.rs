@@ -2,9 +2,11 @@
 //! library.
 //!
 //! The arrows run one way, from the top of this list down:
-//! - [`cli`]: the subcommands and exit codes;
+//! - [`cli`]: the subcommands;
 //! - [`campaign`]: matrices of repeated cells, interleaved, and the ceiling search;
-//! - [`workload`]: the channel-manager pipeline and the stream workload;
+//! - [`workload`]: the channel-manager pipeline and the stream workload, and the
+//!   runner every command runs its cells through (the run lock, the signals, the
+//!   runtime, the exit codes);
 //! - [`cell`]: the life of one cell, the same for every workload;
 //! - [`fleet`]: several loaders, one cell: shares, the rendezvous, the merge;
 //! - [`console`]: the live progress and the final summary;
