@@ -37,8 +37,8 @@ use serde_json::{json, Value};
 
 use crate::cell::Outcome;
 use crate::fleet::hlog::{merge_logs, params, HlogError};
-use crate::workload::runner::exit::BadInput;
-use crate::workload::runner::exit::Exit;
+use crate::cli::exit::Exit;
+use crate::cli::BadInput;
 use loaders::{clocks, read_loaders, Loader};
 use result::{put_summary, sum_numbers, Judged, MergedFigures, Sums};
 
@@ -116,7 +116,7 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
 /// `crossbench merge`.
 pub fn command(dirs: &[PathBuf], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
     let loaders = read_loaders(dirs)?;
-    crate::workload::runner::prepare_out(out)?;
+    crate::cli::run::prepare_out(out)?;
     if loaders.iter().any(|l| l.rec.outcome == Outcome::Abandoned) {
         return abandoned(&loaders, out, quiet);
     }
