@@ -36,9 +36,9 @@ use cell_record::CellResult;
 use serde_json::{json, Value};
 
 use crate::cell::Outcome;
-use crate::fleet::hlog::{merge_logs, params, HlogError};
 use crate::cli::exit::Exit;
 use crate::cli::BadInput;
+use crate::fleet::hlog::{merge_logs, params, HlogError};
 use loaders::{clocks, read_loaders, Loader};
 use result::{put_summary, sum_numbers, Judged, MergedFigures, Sums};
 
