@@ -22,7 +22,7 @@ use crate::record::result::BuildInfo;
 use crate::scenario;
 use crate::workload::runner::signals::Interrupted;
 use crate::workload::runner::{
-    prepare_out, BadInput, CellRun, Exit, RunLock, Runner, RunnerSettings, Signals,
+    prepare_out, BadInput, CellRun, Exit, Runner, RunnerSettings, Signals,
 };
 
 pub const CEILING_SCHEMA_VERSION: u32 = 1;
@@ -254,13 +254,7 @@ pub fn execute(req: &CeilingRequest) -> anyhow::Result<(Exit, PathBuf, CeilingRe
         .clone()
         .unwrap_or_else(|| crate::cell::default_out(&format!("{name}-ceiling")));
     prepare_out(&dir)?;
-    let runner = Runner::start(RunnerSettings {
-        lock: RunLock::Exclusive,
-        threads: 0,
-        timing: req.timing,
-        quiet: req.quiet,
-        argv: req.argv.clone(),
-    })?;
+    let runner = Runner::start(RunnerSettings::exclusive(req.timing, req.quiet, &req.argv))?;
     let host = crate::campaign::probe_host(req.host_probe, req.timing);
     let started = SystemTime::now();
     runner.listen(Signals::CutShort);

@@ -25,7 +25,7 @@ use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
 use crate::scenario::{self, Loaded};
 use crate::workload::runner::{
-    prepare_out, BadInput, CellRun, Exit, RunLock, Runner, RunnerSettings, Signals,
+    prepare_out, BadInput, CellRun, Exit, Runner, RunnerSettings, Signals,
 };
 
 /// Which arm a leg ran.
@@ -338,13 +338,7 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
     }
     let plan = GatePlan::new(req)?;
     prepare_out(&plan.dir)?;
-    let mut runner = Runner::start(RunnerSettings {
-        lock: RunLock::Exclusive,
-        threads: 0,
-        timing: req.timing,
-        quiet: req.quiet,
-        argv: req.argv.clone(),
-    })?;
+    let mut runner = Runner::start(RunnerSettings::exclusive(req.timing, req.quiet, &req.argv))?;
     let host = crate::campaign::probe_host(req.host_probe, req.timing);
     runner.listen(Signals::CutShort);
     let mut legs: Vec<LegRun> = Vec::new();

@@ -28,7 +28,7 @@ use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
 use crate::record::result::BuildInfo;
 use crate::workload::runner::{
-    prepare_out, signals, BadInput, CellRun, Exit, RunLock, Runner, RunnerSettings, Signals,
+    prepare_out, signals, BadInput, CellRun, Exit, Runner, RunnerSettings, Signals,
 };
 
 use arms::Arm;
@@ -310,13 +310,7 @@ fn sit(
 ) -> anyhow::Result<CampaignDone> {
     rec.status = "running".into();
     rec.ended_utc = None;
-    let mut runner = Runner::start(RunnerSettings {
-        lock: RunLock::Exclusive,
-        threads: 0,
-        timing: req.timing,
-        quiet: req.quiet,
-        argv: req.argv.clone(),
-    })?;
+    let mut runner = Runner::start(RunnerSettings::exclusive(req.timing, req.quiet, &req.argv))?;
     // This run is a sitting of its own: a resume on another machine says so.
     rec.sittings.push(record::SittingEntry::now());
     rec.write(&dir)?;

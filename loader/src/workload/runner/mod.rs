@@ -68,6 +68,20 @@ pub struct RunnerSettings {
     pub argv: Vec<String>,
 }
 
+impl RunnerSettings {
+    /// A campaign's, a ceiling search's or the gate's: the machine to itself (the
+    /// exclusive lock), one runtime worker per core.
+    pub fn exclusive(timing: Timing, quiet: bool, argv: &[String]) -> Self {
+        RunnerSettings {
+            lock: RunLock::Exclusive,
+            threads: 0,
+            timing,
+            quiet,
+            argv: argv.to_vec(),
+        }
+    }
+}
+
 /// One cell for [`Runner::run`]: its scenario and its record's directory, and how it
 /// runs besides the runner's settings.
 #[derive(Debug, Clone)]
