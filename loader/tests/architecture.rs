@@ -217,3 +217,31 @@ fn the_lifecycle_pacing_and_measures_never_use_a_workload() {
     );
     assert!(!files.is_empty());
 }
+
+/// The command line is the top: the runner, the campaigns, the cell (its merge
+/// included) and everything under them are used by `cli/`, never the reverse, so there
+/// is no circle of imports through it.
+#[test]
+fn nothing_below_the_command_line_imports_it() {
+    let src = root().join("loader/src");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() && p.file_name().unwrap() != "cli" {
+            rust_files(&p, &mut files);
+        }
+    }
+    let mut hits = Vec::new();
+    for f in &files {
+        let (code, _) = code_and_strings(&std::fs::read_to_string(f).unwrap());
+        if code.contains("crate::cli") || code.contains("loader::cli") {
+            hits.push(f.display().to_string());
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "these import the command line (the arrows must run from cli down):\n{}",
+        hits.join("\n")
+    );
+    assert!(files.len() > 50, "{} files", files.len());
+}

@@ -4,6 +4,7 @@
 //! ([`crate::workload::runner`]), below the campaigns that use them too.
 
 pub mod campaign;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod sample;
@@ -172,7 +173,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             };
             Ok(run::execute(&req)?.exit)
         }
-        Command::Merge { dirs, out, quiet } => crate::cell::merge::command(&dirs, &out, quiet),
+        Command::Merge { dirs, out, quiet } => merge::command(&dirs, &out, quiet),
         Command::Campaign(a) => campaign::campaign(a),
         Command::Ceiling(a) => campaign::ceiling(a),
         Command::Findings(a) => campaign::findings(a),

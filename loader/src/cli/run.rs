@@ -10,10 +10,9 @@ use anyhow::Context;
 use crate::cell::{default_out, Outcome};
 use crate::pacing::pacer::Timing;
 use crate::scenario::{self, Loaded, WorkloadKind};
-use crate::workload::runner::{CellRun, Exit, RunLock, Runner, RunnerSettings, Signals};
-
-/// Where a record's directory is made (the runner's; `cell::merge` calls it here).
-pub use crate::workload::runner::prepare_out;
+use crate::workload::runner::{
+    prepare_out, CellJob, Exit, RunLock, Runner, RunnerSettings, Signals,
+};
 
 /// One `run` request.
 #[derive(Debug, Clone)]
@@ -142,13 +141,13 @@ fn run_cells(
         if dir != out {
             prepare_out(dir)?;
         }
-        let report = runner.run(&CellRun {
+        let report = runner.run(&CellJob {
             quiet: req.quiet,
             sampler_url: req.sampler.clone(),
             interrupt_drain: req.interrupt_drain,
             fleet: fleet.clone(),
             ladder: &ladder,
-            ..CellRun::new(cell, req.scenario.clone(), dir.clone())
+            ..CellJob::new(cell, req.scenario.clone(), dir.clone())
         })?;
         print!("{}", report.summary);
         worst = worst.worst(report.outcome);

@@ -11,7 +11,7 @@ use cell_record::result::{Abandonment, Carried, Kept, Loaders, Placement};
 use cell_record::CellResult;
 use serde_json::{json, Value};
 
-use super::bad;
+use super::MergeError;
 use crate::fleet::CLOCK_TRUST_US;
 
 /// One loader's record.
@@ -61,17 +61,17 @@ struct Read {
 /// Read every loader's record and check they are the loaders of one cell; then read
 /// each through the record's one reader, which checks its version and outcome (an
 /// outcome no crossbench wrote is an error, never taken as a default).
-pub fn read_loaders(dirs: &[PathBuf]) -> anyhow::Result<Vec<Loader>> {
+pub fn read_loaders(dirs: &[PathBuf]) -> Result<Vec<Loader>, MergeError> {
     let mut read = dirs
         .iter()
         .map(|d| read_one(d))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     read.sort_by_key(|r| r.index);
     one_cell(&read)?;
     read.into_iter()
         .map(|r| {
             let rec = CellResult::from_value(&r.dir.join("result.json"), r.raw.clone())
-                .map_err(|e| bad(e.to_string()))?;
+                .map_err(|e| MergeError::Input(e.to_string()))?;
             Ok(Loader {
                 carried: Carried::of(&r.raw),
                 dir: r.dir,
@@ -83,19 +83,19 @@ pub fn read_loaders(dirs: &[PathBuf]) -> anyhow::Result<Vec<Loader>> {
         .collect()
 }
 
-fn read_one(d: &Path) -> anyhow::Result<Read> {
+fn read_one(d: &Path) -> Result<Read, MergeError> {
     let p = d.join("result.json");
     let text = std::fs::read_to_string(&p).map_err(|e| {
-        bad(format!(
+        MergeError::Input(format!(
             "{}: {e} (give each loader's cell directory)",
             p.display()
         ))
     })?;
-    let raw: Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("{}: not JSON: {e}", p.display())))?;
+    let raw: Value = serde_json::from_str(&text)
+        .map_err(|e| MergeError::Input(format!("{}: not JSON: {e}", p.display())))?;
     let place = Placement::of(&raw);
     let index = place.loaders.index.ok_or_else(|| {
-        bad(format!(
+        MergeError::Input(format!(
             "{}: not a loader's record (no loaders.index): run each loader with --loader-index and --loader-count",
             p.display()
         ))
@@ -109,13 +109,13 @@ fn read_one(d: &Path) -> anyhow::Result<Read> {
 }
 
 /// The records, sorted by index, are loaders 0 to N-1 of one cell and one topology.
-fn one_cell(read: &[Read]) -> anyhow::Result<()> {
+fn one_cell(read: &[Read]) -> Result<(), MergeError> {
     let first = &read[0].place;
     let n = first.loaders.count.unwrap_or(0);
     for (k, r) in read.iter().enumerate() {
         let p = &r.place;
         if p.loaders.count != Some(n) {
-            return Err(bad(format!(
+            return Err(MergeError::Input(format!(
                 "{}: loader {} of {} loaders, loader {} of {}: not the loaders of one cell",
                 r.dir.display(),
                 r.index,
@@ -125,7 +125,7 @@ fn one_cell(read: &[Read]) -> anyhow::Result<()> {
             )));
         }
         if p.cell != first.cell || p.loaders.topology != first.loaders.topology {
-            return Err(bad(format!(
+            return Err(MergeError::Input(format!(
                 "{}: cell {} ({} topology) is not {} ({}): not the loaders of one cell",
                 r.dir.display(),
                 json!(p.cell),
@@ -135,14 +135,14 @@ fn one_cell(read: &[Read]) -> anyhow::Result<()> {
             )));
         }
         if r.index != k as u64 {
-            return Err(bad(format!(
+            return Err(MergeError::Input(format!(
                 "loader {k} of {n} is missing (or given twice): give every loader's directory, loader 0 to {}",
                 n.saturating_sub(1)
             )));
         }
     }
     if read.len() as u64 != n {
-        return Err(bad(format!(
+        return Err(MergeError::Input(format!(
             "{} directories for a cell of {n} loaders: give every loader's directory",
             read.len()
         )));

@@ -20,7 +20,9 @@
 //!   clocks, so it is reported apart (`e2e_*_cross_host`) and marked untrusted when a
 //!   bound is unknown or above 1 ms.
 //!
-//! Exit codes are `crossbench run`'s for the merged cell.
+//! The command around it (`crate::cli::merge`) maps what comes out to an exit code:
+//! `crossbench run`'s for the merged cell, and 2 for [`MergeError`]s that are the
+//! user's (records that are not the loaders of one cell, or not records at all).
 
 pub mod loaders;
 pub mod logs;
@@ -31,15 +33,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use cell_record::CellResult;
 use serde_json::{json, Value};
 
 use crate::cell::Outcome;
-use crate::cli::exit::Exit;
-use crate::cli::BadInput;
 use crate::fleet::hlog::{merge_logs, params, HlogError};
-use loaders::{clocks, read_loaders, Loader};
+pub use loaders::read_loaders;
+use loaders::{clocks, Loader};
 use result::{put_summary, sum_numbers, Judged, MergedFigures, Sums};
 
 /// Why loaders' records cannot be merged.
@@ -57,6 +57,9 @@ pub enum MergeError {
     Input(String),
     #[error(transparent)]
     Hlog(#[from] HlogError),
+    /// The record of an abandoned cell could not be written.
+    #[error("{0:#}")]
+    Write(anyhow::Error),
 }
 
 impl MergeError {
@@ -66,14 +69,16 @@ impl MergeError {
             source,
         }
     }
-}
 
-fn bad(msg: String) -> anyhow::Error {
-    BadInput(msg).into()
+    /// Whether it is the user's to fix (wrong directories, records that are not one
+    /// cell's loaders), not the machine's (a file that could not be read or written).
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, MergeError::Io { .. } | MergeError::Write(_))
+    }
 }
 
 /// The record of a cell one of whose loaders gave it up.
-fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
+fn abandoned(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
     let first = loaders.iter().find_map(Loader::abandonment);
     let l0 = &loaders[0];
     let b0 = l0.block();
@@ -97,7 +102,7 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
             })).collect::<Vec<_>>(),
         },
     });
-    crate::record::result::write_result(out, &v)?;
+    crate::record::result::write_result(out, &v).map_err(MergeError::Write)?;
     let why = first.map(|a| &a.typed);
     let text = format!(
         "\n=== MERGED  cell={}  {} loaders ===\nOUTCOME: ABANDONED  loader {} failed at {}: {}\n",
@@ -107,32 +112,31 @@ fn abandoned(loaders: &[Loader], out: &Path, quiet: bool) -> anyhow::Result<Exit
         why.map_or("", |a| a.stage.as_str()),
         why.map_or("", |a| a.why.as_str())
     );
-    if !quiet {
-        print!("{text}");
-    }
-    Ok(Exit::Abandoned)
+    Ok(Merged {
+        outcome: Outcome::Abandoned,
+        held: false,
+        summary: text,
+    })
 }
 
-/// `crossbench merge`.
-pub fn command(dirs: &[PathBuf], out: &Path, quiet: bool) -> anyhow::Result<Exit> {
-    let loaders = read_loaders(dirs)?;
-    crate::cli::run::prepare_out(out)?;
+/// The loaders' records ([`read_loaders`]) made one cell in `out`: the merged cell's
+/// record, or, when a loader gave the cell up, the record of an abandoned cell.
+pub fn merge_into(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
     if loaders.iter().any(|l| l.rec.outcome == Outcome::Abandoned) {
-        return abandoned(&loaders, out, quiet);
+        return abandoned(loaders, out);
     }
-    let merged = merge(&loaders, out).map_err(|e| match e {
-        MergeError::Io { .. } => anyhow::Error::new(e),
-        other => bad(other.to_string()),
-    })?;
-    if !quiet {
-        print!("{}", merged.summary);
-    }
-    Ok(merged.exit)
+    merge(loaders, out)
 }
 
-struct Merged {
-    exit: Exit,
-    summary: String,
+/// What a merge made.
+#[derive(Debug)]
+pub struct Merged {
+    /// The merged cell's outcome.
+    pub outcome: Outcome,
+    /// Whether it held its load (or was exploratory, where holding is not asked).
+    pub held: bool,
+    /// What a person reads: the merged cell's summary.
+    pub summary: String,
 }
 
 /// What the merged logs say: the lines each loader's logs gave, and per stream which
@@ -181,12 +185,13 @@ fn merge(loaders: &[Loader], out: &Path) -> Result<Merged, MergeError> {
     invocation(loaders, out)?;
 
     let j = &figures.judged;
-    let exit = match (j.outcome, j.load.held || j.load.exploratory) {
-        (Outcome::Pass, false) => Exit::NotHeld,
-        (o, _) => Exit::of(o),
-    };
+    let (outcome, held) = (j.outcome, j.load.held || j.load.exploratory);
     let summary = summary(loaders, out, &topology, &logs, &clocks, &figures, &added);
-    Ok(Merged { exit, summary })
+    Ok(Merged {
+        outcome,
+        held,
+        summary,
+    })
 }
 
 /// `produced.meta`: the loaders', parsed, and their union written to `out`.
@@ -655,11 +660,4 @@ fn invocation(loaders: &[Loader], out: &Path) -> Result<(), MergeError> {
     }
     let p = out.join("invocation.txt");
     std::fs::write(&p, crate::record::redact::redact(&text)).map_err(|e| MergeError::io(&p, e))
-}
-
-/// Read `dir`'s result.json (a test helper and `crossbench merge`'s callers).
-pub fn read_result(dir: &Path) -> anyhow::Result<Value> {
-    let p = dir.join("result.json");
-    let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
 }
