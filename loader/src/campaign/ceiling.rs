@@ -22,7 +22,7 @@ use crate::record::result::BuildInfo;
 use crate::scenario;
 use crate::workload::runner::signals::Interrupted;
 use crate::workload::runner::{
-    prepare_out, BadInput, CellRun, Exit, Runner, RunnerSettings, Signals,
+    prepare_out, BadInput, CellJob, Exit, Runner, RunnerSettings, Signals,
 };
 
 pub const CEILING_SCHEMA_VERSION: u32 = 1;
@@ -350,7 +350,7 @@ impl Search<'_> {
         let l = scenario::load(&req.scenario, &sets)?;
         let report = self
             .runner
-            .run(&CellRun::new(&l, req.scenario.clone(), cell_dir.clone()))?;
+            .run(&CellJob::new(&l, req.scenario.clone(), cell_dir.clone()))?;
         // A cell cut short by a signal did not answer whether its rate holds: it must
         // not count as "did not hold", and the search ends without an answer.
         if self.runner.cut_short() {

@@ -25,7 +25,7 @@ use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
 use crate::scenario::{self, Loaded};
 use crate::workload::runner::{
-    prepare_out, BadInput, CellRun, Exit, Runner, RunnerSettings, Signals,
+    prepare_out, BadInput, CellJob, Exit, Runner, RunnerSettings, Signals,
 };
 
 /// Which arm a leg ran.
@@ -429,7 +429,7 @@ fn run_leg(
     let mut l = a.loaded.clone();
     l.scenario.name = format!("{}-{}", l.scenario.name, a.name);
     let started = std::time::Instant::now();
-    let r = runner.run(&CellRun::new(&l, plan.scenario.clone(), cell_dir.clone()));
+    let r = runner.run(&CellJob::new(&l, plan.scenario.clone(), cell_dir.clone()));
     let (outcome, record) = match r {
         Ok(rep) => (
             LegOutcome::Cell(rep.outcome),

@@ -28,7 +28,7 @@ use crate::pacing::pacer::Timing;
 use crate::record::invocation::utc;
 use crate::record::result::BuildInfo;
 use crate::workload::runner::{
-    prepare_out, signals, BadInput, CellRun, Exit, Runner, RunnerSettings, Signals,
+    prepare_out, signals, BadInput, CellJob, Exit, Runner, RunnerSettings, Signals,
 };
 
 use arms::Arm;
@@ -584,7 +584,7 @@ fn run_cells(
         begin_cell(&mut rec.cells[i], started);
         rec.write(dir)?;
         bar.start(&rec.cells[i].id);
-        let r = runner.run(&CellRun::new(loaded, arm.scenario.clone(), cell_dir));
+        let r = runner.run(&CellJob::new(loaded, arm.scenario.clone(), cell_dir));
         ran += 1;
         end_cell(&mut rec.cells[i], started, r, runner.cut_short());
         bar.finish_cell(&rec.cells[i]);

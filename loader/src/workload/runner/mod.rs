@@ -2,7 +2,7 @@
 //! campaign, a ceiling search, the gate, the tax selftest), below the command line
 //! and the campaigns. A [`Runner`] holds the machine-wide run lock ([`lock`]) and the
 //! runtime ([`runtime`], real or virtual), listens for Ctrl-C and SIGTERM when told to
-//! ([`signals`]), and runs one cell at a time ([`Runner::run`], a [`CellRun`])
+//! ([`signals`]), and runs one cell at a time ([`Runner::run`], a [`CellJob`])
 //! through [`crate::workload::run_cell`], returning its [`CellReport`] with the record
 //! as written, typed. [`prepare_out`] creates a record's directory; [`exit`] holds the
 //! exit codes and [`BadInput`].
@@ -85,7 +85,7 @@ impl RunnerSettings {
 /// One cell for [`Runner::run`]: its scenario and its record's directory, and how it
 /// runs besides the runner's settings.
 #[derive(Debug, Clone)]
-pub struct CellRun<'a> {
+pub struct CellJob<'a> {
     pub loaded: &'a Loaded,
     /// The scenario file, as the record names it.
     pub scenario_path: PathBuf,
@@ -103,15 +103,15 @@ pub struct CellRun<'a> {
     pub ladder: &'a [u64],
 }
 
-impl<'a> CellRun<'a> {
+impl<'a> CellJob<'a> {
     /// A cell of `loaded` recorded in `out`: quiet, one loader, no remote sampler, the
     /// usual drain after a signal, no ladder.
     pub fn new(
         loaded: &'a Loaded,
         scenario_path: impl Into<PathBuf>,
         out: impl Into<PathBuf>,
-    ) -> CellRun<'a> {
-        CellRun {
+    ) -> CellJob<'a> {
+        CellJob {
             loaded,
             scenario_path: scenario_path.into(),
             out: out.into(),
@@ -179,7 +179,7 @@ impl Runner {
 
     /// Run one cell to its end; its directory exists. The report carries the record
     /// as written.
-    pub fn run(&self, cell: &CellRun<'_>) -> anyhow::Result<CellReport> {
+    pub fn run(&self, cell: &CellJob<'_>) -> anyhow::Result<CellReport> {
         let opts = RunOptions {
             argv: self.argv.clone(),
             scenario_path: cell.scenario_path.clone(),

@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use super::figures::{Side, SideRun};
 use super::shape::Shape;
 use crate::pacing::pacer::Timing;
-use crate::workload::runner::{prepare_out, CellRun, RunLock, Runner, RunnerSettings};
+use crate::workload::runner::{prepare_out, CellJob, RunLock, Runner, RunnerSettings};
 
 /// Run the cell once, its record in `out` (created here; must not exist or be empty).
 pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, String)> {
@@ -27,7 +27,7 @@ pub fn run(shape: &Shape, index: usize, out: &Path) -> anyhow::Result<(SideRun, 
         quiet: true,
         argv: std::env::args().collect(),
     })?;
-    let report = runner.run(&CellRun::new(&shape.loaded, "selftest-tax.yaml", out));
+    let report = runner.run(&CellJob::new(&shape.loaded, "selftest-tax.yaml", out));
     runner.shut_down();
     let report = report.context("running the crossbench cell")?;
     let r = &report.record;
