@@ -29,16 +29,24 @@ const HELD_ANSWER: Duration = Duration::from_secs(15);
 const COUNTERS_ANSWER: Duration = Duration::from_secs(30);
 const CLOSE_ANSWER: Duration = Duration::from_secs(15);
 
+/// How the drain ended, before the wind-down: what [`CellRun::wind_down`] takes.
+pub(crate) struct DrainEnded {
+    end: DrainEnd,
+    grace: Duration,
+    stalled: Option<String>,
+    /// The producers' task, which the wind-down waits for.
+    finishing: JoinHandle<()>,
+    started: Instant,
+}
+
 /// How the drain ended, and what the wind-down gathered.
 pub(crate) struct Drained {
     pub end: DrainEnd,
+    /// From the drain's start to the producers' end.
     pub seconds: f64,
     pub grace: Duration,
     /// Nothing moved, and the system still holds messages: the consumers stalled.
     pub stalled: Option<String>,
-    /// The producers' task, until the wind-down waits for it.
-    finishing: Option<JoinHandle<()>>,
-    started: Instant,
     /// What the faults did, and the timeline's readings.
     pub faults: Option<(Vec<FaultEvent>, Vec<Span>, Option<ProxyFigures>)>,
     pub readings: Vec<Reading>,
@@ -56,7 +64,7 @@ impl<W: Workload> CellRun<'_, W> {
         sys: &System,
         run: &Running,
         window: &mut Window,
-    ) -> Result<Drained, Ended> {
+    ) -> Result<DrainEnded, Ended> {
         let s = self.s();
         run.phase.set(Phase::Drain);
         self.meeting.drain_begins(self.workload.frontier_source());
@@ -121,17 +129,12 @@ impl<W: Workload> CellRun<'_, W> {
         if let Some(w) = &stalled {
             self.say.line(w.clone());
         }
-        Ok(Drained {
+        Ok(DrainEnded {
             end,
-            seconds: 0.0,
             grace,
             stalled,
-            finishing: Some(finishing),
+            finishing,
             started,
-            faults: None,
-            readings: Vec::new(),
-            consume_errors: Vec::new(),
-            broker_stats: BTreeMap::new(),
         })
     }
 
@@ -142,35 +145,35 @@ impl<W: Workload> CellRun<'_, W> {
         sys: &System,
         run: &mut Running,
         window: &mut Window,
-        mut d: Drained,
+        ended: DrainEnded,
     ) -> Result<Drained, Ended> {
         // Attempts in flight are cut off and counted indeterminate; a deadline all the
         // same, so no adapter can hang the cell here.
         run.env.abandon.cancel();
-        if let Some(finishing) = d.finishing.take() {
-            match tokio::time::timeout(PRODUCERS_FINISH, finishing).await {
-                Ok(r) => r.context("the producers' task")?,
-                Err(_) => self.say.line(
-                    "warning: the producers did not finish 30 s after the drain; left behind"
-                        .into(),
-                ),
-            }
+        match tokio::time::timeout(PRODUCERS_FINISH, ended.finishing).await {
+            Ok(r) => r.context("the producers' task")?,
+            Err(_) => self.say.line(
+                "warning: the producers did not finish 30 s after the drain; left behind".into(),
+            ),
         }
-        d.seconds = d.started.elapsed().as_secs_f64();
+        let seconds = ended.started.elapsed().as_secs_f64();
         self.say
-            .line(format!("drain: {} after {:.1}s", d.end.name(), d.seconds));
+            .line(format!("drain: {} after {seconds:.1}s", ended.end.name()));
         // Every fault ends here: the paused are continued, toxics switched off, the
         // killed restarted (each command has its own deadline).
-        if let Some(f) = window.faults.take() {
-            d.faults = Some(f.finish().await);
-        }
+        let faults = match window.faults.take() {
+            Some(f) => Some(f.finish().await),
+            None => None,
+        };
         window.timeline_stop.cancel();
-        if let Some(t) = window.timeline.take() {
-            d.readings = t.await.unwrap_or_default();
-        }
+        let readings = match window.timeline.take() {
+            Some(t) => t.await.unwrap_or_default(),
+            None => Vec::new(),
+        };
         // Stop the consumers, close the logs, stop the progress.
+        let mut consume_errors = Vec::new();
         if let (Some(consumers), Some(progress)) = (run.consumers.take(), run.progress.take()) {
-            d.consume_errors = crate::cell::consumers::wind_down(
+            consume_errors = crate::cell::consumers::wind_down(
                 &run.env.stop,
                 consumers,
                 &run.logs,
@@ -179,7 +182,7 @@ impl<W: Workload> CellRun<'_, W> {
             )
             .await?;
         }
-        d.broker_stats = self.broker_stats(sys).await?;
+        let broker_stats = self.broker_stats(sys).await?;
         if tokio::time::timeout(CLOSE_ANSWER, sys.broker.close())
             .await
             .is_err()
@@ -191,7 +194,16 @@ impl<W: Workload> CellRun<'_, W> {
             p.close();
         }
         self.meeting.set_stage(Stage::Drained);
-        Ok(d)
+        Ok(Drained {
+            end: ended.end,
+            seconds,
+            grace: ended.grace,
+            stalled: ended.stalled,
+            faults,
+            readings,
+            consume_errors,
+            broker_stats,
+        })
     }
 
     /// The adapter's own counters; they may ask the system (a shell-out), so off the

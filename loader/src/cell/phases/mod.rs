@@ -138,9 +138,9 @@ impl<'a, W: Workload> CellRun<'a, W> {
         let mut running = self.start_consumers(&system).await?;
         let hydration_sec = self.hydrate(&running).await?;
         let mut window = self.pace(&system, &running).await?;
-        let drained = self.drain(&system, &running, &mut window).await?;
+        let ended = self.drain(&system, &running, &mut window).await?;
         let mut drained = self
-            .wind_down(&system, &mut running, &mut window, drained)
+            .wind_down(&system, &mut running, &mut window, ended)
             .await?;
         let verdict = self.verify(&drained).await?;
         let judged = self
