@@ -583,12 +583,6 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
     let bad = campaign(&["--resume", "--only", "zzz*"], Some("150"));
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--only zzz*"));
-    let alone = campaign(&["--only", "b"], Some("150"));
-    assert_eq!(
-        alone.status.code(),
-        Some(2),
-        "--only needs --resume: {alone:?}"
-    );
 
     // --dry-run with --resume lists what the resume would run, and runs nothing.
     let dry = campaign(&["--resume", "--only", "b", "--dry-run"], Some("150"));
@@ -1042,4 +1036,48 @@ fn the_ceiling_search_records_its_host_probe() {
     assert!(p["wakeups"].as_u64().unwrap_or(0) >= 20, "{rec:#}");
     assert!(p["seconds"].as_f64().unwrap_or(0.0) >= 1.0, "{p:#}");
     assert!(stderr.contains("host probe, 1 s with"), "{stderr}");
+}
+
+/// A sitting of some arms: `--only` on a new campaign runs only the arms it selects,
+/// records the others "not run" with the reason, and a later `--resume` runs them.
+#[test]
+fn a_new_campaign_with_only_is_a_sitting_of_those_arms_and_a_resume_runs_the_rest() {
+    const VAR: &str = "CROSSBENCH_TEST_SITTING_UNUSED";
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.yaml");
+    let smoke = support::scenario("smoke.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: t\nrepeats: 2\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: a\n    scenario: {s}\n  - name: b\n    scenario: {s}\n",
+            s = smoke.display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let campaign = |args: &[&str]| run_campaign(&file, &out, args, VAR, None);
+    let of = |rec: &CampaignRecord, arm: &str| -> Vec<CellStatus> {
+        rec.cells
+            .iter()
+            .filter(|c| c.arm == arm)
+            .map(|c| c.status)
+            .collect()
+    };
+    let first = campaign(&["--only", "b"]);
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(of(&rec, "b"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(of(&rec, "a"), [CellStatus::NotRun, CellStatus::NotRun]);
+    let a = rec.arms.iter().find(|e| e.id == "a").unwrap();
+    let why = a.not_run.as_deref().unwrap_or_default();
+    assert!(why.contains("not in this sitting"), "{why}");
+    assert!(!out.join("a").exists(), "arm a ran");
+    assert_eq!(rec.sittings.len(), 1);
+
+    let rest = campaign(&["--resume"]);
+    assert_eq!(rest.status.code(), Some(0), "{rest:?}");
+    let rec = CampaignRecord::read(&out).unwrap();
+    assert_eq!(of(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
+    assert!(rec.arms.iter().all(|e| e.not_run.is_none()));
+    assert_eq!(rec.sittings.len(), 2, "the resume is a second sitting");
 }

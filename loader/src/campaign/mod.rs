@@ -45,9 +45,10 @@ pub struct CampaignRequest {
     /// With `resume`: these arms (by id) run again, whatever their record says, with
     /// the overrides the file gives them now.
     pub rerun: Vec<String>,
-    /// With `resume`: only the arms these patterns select are looked at (an arm's id,
-    /// `*` matching any run of characters, or a system's name); every other arm's
-    /// record is left as it is, unverified.
+    /// Only the arms these patterns select (an arm's id, `*` matching any run of
+    /// characters, or a system's name). A new campaign records the others "not run"
+    /// (not in this sitting); with `resume`, every other arm's record is left as it
+    /// is, unverified.
     pub only: Vec<String>,
     /// List the cells and an estimated duration; run nothing.
     pub dry_run: bool,
@@ -233,6 +234,20 @@ fn resumed_record(
     Ok(r)
 }
 
+/// Why an arm of a new campaign does not run: its own reason (a variable it needs is
+/// unset), or a sitting of some arms (`--only`) that leaves it out. Either way it is
+/// recorded "not run", and a later `--resume` runs it once it can.
+fn not_run(req: &CampaignRequest, a: &Arm) -> Option<String> {
+    a.not_run.clone().or_else(|| {
+        (!selected(req, a)).then(|| {
+            format!(
+                "not in this sitting: --only {} leaves it out (a later --resume runs it)",
+                req.only.join(" --only ")
+            )
+        })
+    })
+}
+
 /// The record of a campaign about to start: every arm, the order, every cell pending
 /// (or not run, its arm's reason given).
 fn new_record(
@@ -264,7 +279,7 @@ fn new_record(
                 scenario: a.scenario.clone(),
                 sets: a.sets.clone(),
                 point: a.point.clone(),
-                not_run: a.not_run.clone(),
+                not_run: not_run(req, a),
                 repeats: Some(a.repeats),
             })
             .collect(),
@@ -281,14 +296,14 @@ fn new_record(
                     arm: a.id.clone(),
                     repeat: s.repeat,
                     dir: PathBuf::from(&a.slug).join(format!("r{}", s.repeat)),
-                    status: if a.not_run.is_some() {
+                    status: if not_run(req, a).is_some() {
                         CellStatus::NotRun
                     } else {
                         CellStatus::Pending
                     },
                     outcome: None,
                     exit: None,
-                    error: a.not_run.clone(),
+                    error: not_run(req, a),
                     started_utc: None,
                     ended_utc: None,
                     seconds: None,
@@ -447,16 +462,8 @@ fn glob(pattern: &str, text: &str) -> bool {
     true
 }
 
-/// `--only` comes with `--resume`, and each pattern selects at least one arm.
+/// Each `--only` pattern selects at least one arm.
 fn check_only(req: &CampaignRequest, arms: &[Arm]) -> Result<(), BadInput> {
-    if req.only.is_empty() {
-        return Ok(());
-    }
-    if !req.resume {
-        return Err(BadInput(
-            "--only narrows a --resume to some arms: give it with --resume and the campaign's --out".into(),
-        ));
-    }
     for p in &req.only {
         if !arms.iter().any(|a| selects(p, a)) {
             let known: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();

@@ -26,12 +26,13 @@ pub struct CampaignArgs {
     /// records are left as they are.
     #[arg(long, value_name = "ARM", requires = "resume")]
     pub rerun: Vec<String>,
-    /// With --resume: look only at these arms (an arm's id, `*` matching any
-    /// characters, or a system's name; repeatable): their missing cells run, arms
-    /// recorded "not run" that run now included; every other arm's record is left as it
-    /// is, not verified again (an archived campaign, whose logs are gone, can be
-    /// completed this way).
-    #[arg(long, value_name = "ARM", requires = "resume")]
+    /// Only these arms (an arm's id, `*` matching any characters, or a system's name;
+    /// repeatable). A new campaign is then a sitting of those arms: the others are
+    /// recorded "not run" (not in this sitting), and a later --resume runs them. With
+    /// --resume: their missing cells run, arms recorded "not run" that run now
+    /// included; every other arm's record is left as it is, not verified again (an
+    /// archived campaign, whose logs are gone, can be completed this way).
+    #[arg(long, value_name = "ARM")]
     pub only: Vec<String>,
     /// List the cells in order, with an estimated duration; run nothing.
     #[arg(long)]
