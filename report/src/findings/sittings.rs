@@ -143,20 +143,43 @@ impl Sitting {
 
 /// The combined verdict of the sittings that judged a finding (`None`: not in that
 /// sitting): their verdict when they agree, [`Judgement::Varies`] when they do not.
-/// Sittings where an arm did not run say nothing; a finding no sitting judged is
-/// not run.
+/// Sittings where an arm did not run, or whose preconditions failed (not testable:
+/// the question could not be asked there), say nothing about the claim; a finding no
+/// sitting could test is not testable, and one no sitting ran is not run.
 pub fn combine(per: &[Option<Judgement>]) -> Judgement {
     let judged: Vec<Judgement> = per
         .iter()
         .flatten()
         .copied()
-        .filter(|j| *j != Judgement::NotRun)
+        .filter(|j| !matches!(j, Judgement::NotRun | Judgement::NotTestable))
         .collect();
     match judged.split_first() {
+        None if per.contains(&Some(Judgement::NotTestable)) => Judgement::NotTestable,
         None => Judgement::NotRun,
         Some((first, rest)) if rest.iter().all(|j| j == first) => *first,
         Some(_) => Judgement::Varies,
     }
+}
+
+/// How many sittings answered the claim, when some that ran its arms could not test
+/// it: "in 1 of 3 sittings; 2 could not test it" (`None` when every sitting that ran
+/// the arms answered).
+pub fn answered(per: &[Option<Judgement>]) -> Option<String> {
+    let ran = per
+        .iter()
+        .flatten()
+        .filter(|j| **j != Judgement::NotRun)
+        .count();
+    let untestable = per
+        .iter()
+        .filter(|j| **j == Some(Judgement::NotTestable))
+        .count();
+    (untestable > 0 && untestable < ran).then(|| {
+        format!(
+            "answered in {} of {ran} sittings; {untestable} could not test it (its preconditions failed there)",
+            ran - untestable
+        )
+    })
 }
 
 /// The sittings' table: where, with what, and when each ran.
@@ -197,7 +220,28 @@ mod tests {
     fn sittings_that_disagree_vary() {
         assert_eq!(combine(&[Some(Holds), Some(Holds)]), Holds);
         assert_eq!(combine(&[Some(Holds), Some(DoesNotHold)]), Varies);
-        assert_eq!(combine(&[Some(Holds), Some(NotTestable)]), Varies);
+        assert_eq!(
+            combine(&[Some(Holds), Some(NotTestable)]),
+            Holds,
+            "a sitting that could not ask the question gives no answer to disagree with"
+        );
+        assert_eq!(
+            combine(&[Some(NotTestable), Some(NotTestable)]),
+            NotTestable
+        );
+        assert_eq!(combine(&[Some(NotTestable), None]), NotTestable);
+        assert_eq!(
+            combine(&[Some(Holds), Some(NotTestable), Some(DoesNotHold)]),
+            Varies
+        );
+        assert_eq!(
+            answered(&[Some(Holds), Some(NotTestable), Some(NotTestable)]).as_deref(),
+            Some(
+                "answered in 1 of 3 sittings; 2 could not test it (its preconditions failed there)"
+            )
+        );
+        assert_eq!(answered(&[Some(Holds), Some(Holds)]), None);
+        assert_eq!(answered(&[Some(NotTestable), Some(NotTestable)]), None);
         assert_eq!(
             combine(&[Some(Holds), None]),
             Holds,
