@@ -331,6 +331,13 @@ fn the_loader_alone_budgeted_runs_only_on_its_cpu() {
     );
     let r = support::result(&out);
     assert_eq!(resources(&r)["label"], "loader cpus 1 | system unbudgeted");
+    // The machine is named by its CPUs, not by the loader's narrowed set: a budgeted
+    // cell and an unbudgeted one on this machine name the same machine.
+    let online = std::thread::available_parallelism().unwrap().get() as u64;
+    assert_eq!(
+        r["host"]["cores"], online,
+        "host.cores under a loader budget"
+    );
     let e = enforced(&r, "loader", "affinity");
     assert_eq!(e["ok"], true, "{e}");
     let usage = resources(&r)["use"].as_array().unwrap();

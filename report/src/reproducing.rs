@@ -182,12 +182,14 @@ fn measured_footing<'a>(cells: impl IntoIterator<Item = &'a CellRecord> + Clone)
             .collect::<Vec<_>>()
             .join(" / ")
     };
+    // A table cell: a budget's label separates its sides with `|`.
     format!(
         "{}; {}; {}",
         set(crate::comparability::product),
         set(crate::comparability::budget),
         hosts(cells)
     )
+    .replace('|', "\\|")
 }
 
 /// Where cells ran: each CPU model their records name, with the days

@@ -45,12 +45,43 @@ impl Host {
         Host {
             hostname: hostname(),
             cpu_model,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: online_cpus(),
             memory_bytes,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
             os,
         }
     }
+}
+
+/// The machine's CPUs online (`/sys/devices/system/cpu/online`, a list such as
+/// `0-1`): the machine's, not this process's CPU set, which a loader budget narrows
+/// ([`cores_available`] is that one).
+pub fn online_cpus() -> usize {
+    cpu_list_len(&read("/sys/devices/system/cpu/online"))
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// How many CPUs a kernel CPU list names (`0-3,6`: 5); `None` when it does not parse.
+fn cpu_list_len(list: &str) -> Option<usize> {
+    let list = list.trim();
+    if list.is_empty() {
+        return None;
+    }
+    let mut n = 0;
+    for part in list.split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
 }
 
 /// This machine's host name.
@@ -162,6 +193,15 @@ fn read_path(p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_list_counts_its_cpus() {
+        assert_eq!(cpu_list_len("0-1\n"), Some(2));
+        assert_eq!(cpu_list_len("0-3,6"), Some(5));
+        assert_eq!(cpu_list_len("7"), Some(1));
+        assert_eq!(cpu_list_len(""), None);
+        assert_eq!(cpu_list_len("3-1"), None);
+    }
 
     #[test]
     fn the_tightest_quota_on_the_way_up_counts_v1_and_v2() {

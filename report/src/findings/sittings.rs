@@ -3,7 +3,7 @@
 //! judges each finding in every sitting that holds all its arms (its arms never mix
 //! sittings) and combines the verdicts: the sittings' verdict when they agree, **varies
 //! between sittings** otherwise. Each sitting names its machine, its build (a dirty
-//! build flagged) and its dates, read from its cells' records.
+//! build flagged), its resource budgets and its dates, read from its cells' records.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -18,6 +18,8 @@ pub struct SittingFacts {
     pub machines: Vec<String>,
     /// The builds that wrote its records, `(commit, dirty)`.
     pub builds: Vec<(String, bool)>,
+    /// The resource budgets its cells ran under (`resources.label`; `no budget`).
+    pub budgets: Vec<String>,
     /// The first and last cell's start, UTC.
     pub first: String,
     pub last: String,
@@ -42,6 +44,10 @@ impl SittingFacts {
                 )
             })
             .collect();
+        let budgets: BTreeSet<String> = cells
+            .iter()
+            .map(|c| crate::comparability::budget(c))
+            .collect();
         let mut starts: Vec<&str> = cells
             .iter()
             .map(|c| c.result.time.started_utc.as_str())
@@ -51,6 +57,7 @@ impl SittingFacts {
         SittingFacts {
             machines: machines.into_iter().collect(),
             builds: builds.into_iter().collect(),
+            budgets: budgets.into_iter().collect(),
             first: starts.first().map_or(String::new(), |t| t.to_string()),
             last: starts.last().map_or(String::new(), |t| t.to_string()),
             cells: cells.len(),
@@ -85,6 +92,15 @@ impl SittingFacts {
             .join(", ")
     }
 
+    /// The budget(s) in words: one per sitting is the rule (its arms on one footing).
+    pub fn budget(&self) -> String {
+        match self.budgets.len() {
+            0 => "unknown".into(),
+            1 => self.budgets[0].clone(),
+            _ => format!("{} (more than one budget)", self.budgets.join("; ")),
+        }
+    }
+
     /// The dates, `2026-12-05 02:48 – 04:00 UTC`.
     pub fn dates(&self) -> String {
         let t = |x: &str| {
@@ -101,12 +117,13 @@ impl SittingFacts {
         }
     }
 
-    /// One line: machine, build, dates.
+    /// One line: machine, build, budget, dates.
     pub fn short(&self) -> String {
         format!(
-            "{}; build {}; {}",
+            "{}; build {}; {}; {}",
             self.machine(),
             self.build(),
+            self.budget(),
             self.dates()
         )
     }
@@ -185,16 +202,17 @@ pub fn answered(per: &[Option<Judgement>]) -> Option<String> {
 /// The sittings' table: where, with what, and when each ran.
 pub fn table(sittings: &[Sitting]) -> String {
     let mut s = String::from(
-        "| sitting | records | machine | build | dates | cells | note |\n|---|---|---|---|---|---|---|\n",
+        "| sitting | records | machine | build | budget | dates | cells | note |\n|---|---|---|---|---|---|---|---|\n",
     );
     for st in sittings {
         let _ = writeln!(
             s,
-            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} |",
             st.label,
             st.view.dir.display(),
             st.facts.machine(),
             st.facts.build(),
+            st.facts.budget().replace('|', "\\|"),
             st.facts.dates(),
             st.facts.cells,
             if st.note.is_empty() {
