@@ -1063,6 +1063,13 @@ fn a_new_campaign_with_only_is_a_sitting_of_those_arms_and_a_resume_runs_the_res
             .map(|c| c.status)
             .collect()
     };
+    // The dry run counts only the sitting's cells.
+    let dry = campaign(&["--only", "b", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{dry:?}");
+    let listed = String::from_utf8_lossy(&dry.stdout);
+    assert!(listed.contains("(2 cells to run)"), "{listed}");
+    assert!(listed.contains("a#1  (not in this sitting"), "{listed}");
+    assert!(!out.exists(), "a dry run writes nothing");
     let first = campaign(&["--only", "b"]);
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     let rec = CampaignRecord::read(&out).unwrap();

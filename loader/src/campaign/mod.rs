@@ -125,8 +125,11 @@ pub(crate) fn probe_host(
 /// Run (or `--dry-run`, or `--resume`) a campaign.
 pub fn execute(req: &CampaignRequest) -> anyhow::Result<CampaignDone> {
     let file = file::CampaignFile::load(&req.file)?;
-    let arms = arms::expand(&file, &req.file)?;
+    let mut arms = arms::expand(&file, &req.file)?;
     check_request(req, &arms)?;
+    if !req.resume {
+        leave_out_unselected(req, &mut arms);
+    }
     let per_arm: Vec<u32> = arms.iter().map(|a| a.repeats).collect();
     let order = order::interleave_each(&per_arm, file.seed);
     let dir = req
@@ -234,18 +237,17 @@ fn resumed_record(
     Ok(r)
 }
 
-/// Why an arm of a new campaign does not run: its own reason (a variable it needs is
-/// unset), or a sitting of some arms (`--only`) that leaves it out. Either way it is
-/// recorded "not run", and a later `--resume` runs it once it can.
-fn not_run(req: &CampaignRequest, a: &Arm) -> Option<String> {
-    a.not_run.clone().or_else(|| {
-        (!selected(req, a)).then(|| {
-            format!(
+/// A new campaign with `--only` is a sitting of those arms: every other arm is
+/// recorded "not run", with the reason, and a later `--resume` runs it once it can.
+fn leave_out_unselected(req: &CampaignRequest, arms: &mut [Arm]) {
+    for a in arms.iter_mut() {
+        if a.not_run.is_none() && !selected(req, a) {
+            a.not_run = Some(format!(
                 "not in this sitting: --only {} leaves it out (a later --resume runs it)",
                 req.only.join(" --only ")
-            )
-        })
-    })
+            ));
+        }
+    }
 }
 
 /// The record of a campaign about to start: every arm, the order, every cell pending
@@ -279,7 +281,7 @@ fn new_record(
                 scenario: a.scenario.clone(),
                 sets: a.sets.clone(),
                 point: a.point.clone(),
-                not_run: not_run(req, a),
+                not_run: a.not_run.clone(),
                 repeats: Some(a.repeats),
             })
             .collect(),
@@ -296,14 +298,14 @@ fn new_record(
                     arm: a.id.clone(),
                     repeat: s.repeat,
                     dir: PathBuf::from(&a.slug).join(format!("r{}", s.repeat)),
-                    status: if not_run(req, a).is_some() {
+                    status: if a.not_run.is_some() {
                         CellStatus::NotRun
                     } else {
                         CellStatus::Pending
                     },
                     outcome: None,
                     exit: None,
-                    error: not_run(req, a),
+                    error: a.not_run.clone(),
                     started_utc: None,
                     ended_utc: None,
                     seconds: None,
