@@ -197,19 +197,25 @@ fn the_loaders_top_level_is_a_handful_of_concepts() {
     }
 }
 
+/// The files whose code (comments and strings aside) names any of `paths`.
+fn naming(files: &[PathBuf], paths: &[&str]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| {
+            let (code, _) = code_and_strings(&std::fs::read_to_string(f).unwrap());
+            paths.iter().any(|p| code.contains(p))
+        })
+        .map(|f| f.display().to_string())
+        .collect()
+}
+
 #[test]
 fn the_lifecycle_pacing_and_measures_never_use_a_workload() {
     let mut files = Vec::new();
     for dir in ["cell", "pacing", "measure"] {
         rust_files(&root().join("loader/src").join(dir), &mut files);
     }
-    let mut hits = Vec::new();
-    for f in &files {
-        let (code, _) = code_and_strings(&std::fs::read_to_string(f).unwrap());
-        if code.contains("crate::workload") || code.contains("loader::workload") {
-            hits.push(f.display().to_string());
-        }
-    }
+    let hits = naming(&files, &["crate::workload", "loader::workload"]);
     assert!(
         hits.is_empty(),
         "these import a workload (the arrows must run from workload down):\n{}",
@@ -231,13 +237,7 @@ fn nothing_below_the_command_line_imports_it() {
             rust_files(&p, &mut files);
         }
     }
-    let mut hits = Vec::new();
-    for f in &files {
-        let (code, _) = code_and_strings(&std::fs::read_to_string(f).unwrap());
-        if code.contains("crate::cli") || code.contains("loader::cli") {
-            hits.push(f.display().to_string());
-        }
-    }
+    let hits = naming(&files, &["crate::cli", "loader::cli"]);
     assert!(
         hits.is_empty(),
         "these import the command line (the arrows must run from cli down):\n{}",

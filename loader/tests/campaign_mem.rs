@@ -530,6 +530,31 @@ fn run_campaign(
     c.output().unwrap()
 }
 
+/// A campaign of two smoke arms, `a` and `b`, two repeats each, 1 s windows; `b_extra`
+/// is appended to arm `b`'s group (its `requires_env`, its `set`).
+fn two_smoke_arms(dir: &Path, b_extra: &str) -> PathBuf {
+    let file = dir.join("c.yaml");
+    let smoke = support::scenario("smoke.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "campaign: t\nrepeats: 2\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: a\n    scenario: {s}\n  - name: b\n    scenario: {s}\n{b_extra}",
+            s = smoke.display()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// Each cell's status of `arm`, in the recorded order.
+fn statuses(rec: &CampaignRecord, arm: &str) -> Vec<CellStatus> {
+    rec.cells
+        .iter()
+        .filter(|c| c.arm == arm)
+        .map(|c| c.status)
+        .collect()
+}
+
 /// An archived campaign completed later: arms recorded "not run" (a variable they
 /// need was unset) run with `--resume --only` once it is set, and the other arms'
 /// records, whose logs were dropped as an archive drops them, are left alone (a plain
@@ -538,30 +563,20 @@ fn run_campaign(
 fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
     const VAR: &str = "CROSSBENCH_TEST_ONLY_RATE";
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("c.yaml");
-    let smoke = support::scenario("smoke.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "campaign: t\nrepeats: 2\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: a\n    scenario: {s}\n  - name: b\n    scenario: {s}\n    requires_env: [{VAR}]\n    set:\n      rate: \"${{{VAR}}}\"\n",
-            s = smoke.display()
-        ),
-    )
-    .unwrap();
+    let file = two_smoke_arms(
+        tmp.path(),
+        &format!("    requires_env: [{VAR}]\n    set:\n      rate: \"${{{VAR}}}\"\n"),
+    );
     let out = tmp.path().join("out");
     let campaign = |args: &[&str], rate: Option<&str>| run_campaign(&file, &out, args, VAR, rate);
     let first = campaign(&[], None);
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     let rec = CampaignRecord::read(&out).unwrap();
-    let of = |rec: &CampaignRecord, arm: &str| -> Vec<CellStatus> {
-        rec.cells
-            .iter()
-            .filter(|c| c.arm == arm)
-            .map(|c| c.status)
-            .collect()
-    };
-    assert_eq!(of(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
-    assert_eq!(of(&rec, "b"), [CellStatus::NotRun, CellStatus::NotRun]);
+    assert_eq!(statuses(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(
+        statuses(&rec, "b"),
+        [CellStatus::NotRun, CellStatus::NotRun]
+    );
     // Archive arm a: its stream logs go, its result.json stays.
     let mut stamps = Vec::new();
     for c in rec.cells.iter().filter(|c| c.arm == "a") {
@@ -594,7 +609,10 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
     );
     assert!(listed.contains("(2 cells to run)"), "{listed}");
     let rec = CampaignRecord::read(&out).unwrap();
-    assert_eq!(of(&rec, "b"), [CellStatus::NotRun, CellStatus::NotRun]);
+    assert_eq!(
+        statuses(&rec, "b"),
+        [CellStatus::NotRun, CellStatus::NotRun]
+    );
     // Without --only, the archived arm a would run again: its logs are gone.
     let plain = campaign(&["--resume", "--dry-run"], Some("150"));
     assert!(
@@ -606,8 +624,8 @@ fn resume_only_runs_the_arms_that_could_not_run_before_and_leaves_the_rest() {
     assert_eq!(second.status.code(), Some(0), "{second:?}");
     let rec = CampaignRecord::read(&out).unwrap();
     assert_eq!(rec.status, "complete");
-    assert_eq!(of(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
-    assert_eq!(of(&rec, "b"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(statuses(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(statuses(&rec, "b"), [CellStatus::Done, CellStatus::Done]);
     let b = rec.arms.iter().find(|a| a.id == "b").unwrap();
     assert_eq!(b.not_run, None);
     assert_eq!(b.system, "mem");
@@ -1044,25 +1062,9 @@ fn the_ceiling_search_records_its_host_probe() {
 fn a_new_campaign_with_only_is_a_sitting_of_those_arms_and_a_resume_runs_the_rest() {
     const VAR: &str = "CROSSBENCH_TEST_SITTING_UNUSED";
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("c.yaml");
-    let smoke = support::scenario("smoke.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "campaign: t\nrepeats: 2\nseed: 5\nset:\n  duration: 1s\n  warmup: 500ms\n  void.loader_cpu_max: 1.0\n  void.schedule_lag_p99_max: 1h\ngroups:\n  - name: a\n    scenario: {s}\n  - name: b\n    scenario: {s}\n",
-            s = smoke.display()
-        ),
-    )
-    .unwrap();
+    let file = two_smoke_arms(tmp.path(), "");
     let out = tmp.path().join("out");
     let campaign = |args: &[&str]| run_campaign(&file, &out, args, VAR, None);
-    let of = |rec: &CampaignRecord, arm: &str| -> Vec<CellStatus> {
-        rec.cells
-            .iter()
-            .filter(|c| c.arm == arm)
-            .map(|c| c.status)
-            .collect()
-    };
     // The dry run counts only the sitting's cells.
     let dry = campaign(&["--only", "b", "--dry-run"]);
     assert_eq!(dry.status.code(), Some(0), "{dry:?}");
@@ -1073,8 +1075,11 @@ fn a_new_campaign_with_only_is_a_sitting_of_those_arms_and_a_resume_runs_the_res
     let first = campaign(&["--only", "b"]);
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     let rec = CampaignRecord::read(&out).unwrap();
-    assert_eq!(of(&rec, "b"), [CellStatus::Done, CellStatus::Done]);
-    assert_eq!(of(&rec, "a"), [CellStatus::NotRun, CellStatus::NotRun]);
+    assert_eq!(statuses(&rec, "b"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(
+        statuses(&rec, "a"),
+        [CellStatus::NotRun, CellStatus::NotRun]
+    );
     let a = rec.arms.iter().find(|e| e.id == "a").unwrap();
     let why = a.not_run.as_deref().unwrap_or_default();
     assert!(why.contains("not in this sitting"), "{why}");
@@ -1084,7 +1089,7 @@ fn a_new_campaign_with_only_is_a_sitting_of_those_arms_and_a_resume_runs_the_res
     let rest = campaign(&["--resume"]);
     assert_eq!(rest.status.code(), Some(0), "{rest:?}");
     let rec = CampaignRecord::read(&out).unwrap();
-    assert_eq!(of(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
+    assert_eq!(statuses(&rec, "a"), [CellStatus::Done, CellStatus::Done]);
     assert!(rec.arms.iter().all(|e| e.not_run.is_none()));
     assert_eq!(rec.sittings.len(), 2, "the resume is a second sitting");
 }
