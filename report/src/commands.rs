@@ -231,7 +231,15 @@ pub fn plot(cells: &[String], kind: PlotKind, out: &Path) -> Result<String, Repo
         pics.push(plot::cdf::plot(&refs, &out.join("latency-cdf"))?);
     }
     if matches!(kind, PlotKind::Sweep | PlotKind::All) {
-        pics.push(plot::sweep::plot(&refs, &out.join("latency-vs-rate"))?);
+        if plot::sweep::rates(&refs, true) > 0 {
+            pics.push(plot::sweep::plot_stream(
+                &refs,
+                &out.join("latency-vs-push-rate"),
+            )?);
+        }
+        if plot::sweep::rates(&refs, true) == 0 || plot::sweep::rates(&refs, false) > 0 {
+            pics.push(plot::sweep::plot(&refs, &out.join("latency-vs-rate"))?);
+        }
     }
     if matches!(kind, PlotKind::Timeseries | PlotKind::All) {
         for c in &records {

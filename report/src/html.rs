@@ -59,12 +59,14 @@ pub fn write_with(
     let plots = out.join("plots");
     let refs: Vec<&CellRecord> = cells.iter().collect();
     let mut pictures = vec![plot::cdf::plot(&refs, &plots.join("latency-cdf"))?];
-    let rates: std::collections::BTreeSet<u64> = cells
-        .iter()
-        .map(|c| c.result.workload.rate_events_per_sec)
-        .collect();
-    if rates.len() > 1 {
+    if plot::sweep::rates(&refs, false) > 1 {
         pictures.push(plot::sweep::plot(&refs, &plots.join("latency-vs-rate"))?);
+    }
+    if plot::sweep::rates(&refs, true) > 1 {
+        pictures.push(plot::sweep::plot_stream(
+            &refs,
+            &plots.join("latency-vs-push-rate"),
+        )?);
     }
     let mut per_cell = Vec::new();
     for (i, c) in cells.iter().enumerate() {

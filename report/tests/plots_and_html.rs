@@ -192,3 +192,71 @@ fn plots_and_the_page_are_written_and_self_contained() {
     assert_eq!(ticks[10].loader_cores, Some(0.3));
     assert_eq!(plot::slug("a b/c"), "a-b-c");
 }
+
+/// Stream cells are drawn against their push rate, on a picture of their own, never at
+/// an ingress rate of 0 among the pipeline cells (issue 48).
+#[test]
+fn stream_cells_get_their_own_rate_axis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    for (name, rate) in [("pg-200", 200), ("pg-300", 300)] {
+        write(
+            &runs,
+            &Spec {
+                name,
+                rate,
+                ..Spec::default()
+            },
+        );
+    }
+    for (name, push) in [("st-1000", 1000), ("st-2000", 2000)] {
+        let d = write(
+            &runs,
+            &Spec {
+                name,
+                system: "redis",
+                variant: "streams",
+                rate: 0,
+                ..Spec::default()
+            },
+        );
+        common::patch(
+            &d,
+            "workload",
+            serde_json::json!({"kind": "stream", "rate_events_per_sec": 0, "rate_msgs_per_sec": push, "properties": 100, "lanes": 100, "batch": 100, "payload_b": 2048}),
+        );
+        common::patch(
+            &d,
+            "latency_ms",
+            serde_json::json!({"e2e": {"count": 100, "p50_ms": 5.0, "p90_ms": 6.0, "p95_ms": 7.0, "p99_ms": 8.0, "p999_ms": 9.0, "max_ms": 9.0}}),
+        );
+    }
+    let cells = load_all(&[s(&runs)]).unwrap();
+    let refs: Vec<_> = cells.iter().collect();
+    assert_eq!(plot::sweep::rates(&refs, false), 2);
+    assert_eq!(plot::sweep::rates(&refs, true), 2);
+    let out = tmp.path().join("plots");
+    let pipeline = plot::sweep::plot(&refs, &out.join("latency-vs-rate")).unwrap();
+    let stream = plot::sweep::plot_stream(&refs, &out.join("latency-vs-push-rate")).unwrap();
+    let svg = |p: &plot::Picture| std::fs::read_to_string(&p.svg).unwrap();
+    let (pipe_svg, stream_svg) = (svg(&pipeline), svg(&stream));
+    assert!(pipe_svg.contains("ingress events/s"), "pipeline axis");
+    assert!(
+        !pipe_svg.contains("redis"),
+        "a stream cell on the ingress axis"
+    );
+    assert!(stream_svg.contains("messages/s"), "stream axis");
+    assert!(stream_svg.contains("redis") && !stream_svg.contains("pgmq"));
+    // The page draws both.
+    let w = html::write(&cells, &tmp.path().join("report")).unwrap();
+    let names: Vec<String> = w
+        .pictures
+        .iter()
+        .map(|p| p.png.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "latency-vs-rate.png")
+            && names.iter().any(|n| n == "latency-vs-push-rate.png"),
+        "{names:?}"
+    );
+}

@@ -4,6 +4,10 @@
 //! is the median over the repeats and an error bar shows its 95 % bootstrap
 //! interval. Sweeps of a single rate are left out when any sweep has two or more;
 //! VOID cells are always left out.
+//!
+//! The two workloads have two rates: the pipeline's ingress events/s ([`plot`]) and
+//! the stream's pushed messages/s ([`plot_stream`]), each on its own picture, so a
+//! stream cell is never drawn at an ingress rate of 0.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,9 +19,46 @@ use crate::comparability::tier;
 use crate::error::ReportError;
 use crate::stats::{median_ci, DEFAULT_RESAMPLES};
 
+/// The pipeline cells' latency against their ingress rate (stream cells left out).
 pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> {
+    draw(cells, base, Axis::Ingress)
+}
+
+/// The stream cells' latency against their push rate (pipeline cells left out).
+pub fn plot_stream(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> {
+    draw(cells, base, Axis::Push)
+}
+
+/// Which workload's rate the x axis is.
+#[derive(Clone, Copy, PartialEq)]
+enum Axis {
+    Ingress,
+    Push,
+}
+
+/// The cells a picture of `axis` draws: its workload's, VOID left out.
+fn drawn<'a>(cells: &[&'a CellRecord], axis: Axis) -> Vec<&'a CellRecord> {
+    cells
+        .iter()
+        .copied()
+        .filter(|c| !c.is_void() && c.is_stream() == (axis == Axis::Push))
+        .collect()
+}
+
+/// The distinct offered rates of `cells`' pipeline (`stream` false) or stream cells:
+/// a picture is worth drawing when there are two or more.
+pub fn rates(cells: &[&CellRecord], stream: bool) -> usize {
+    let axis = if stream { Axis::Push } else { Axis::Ingress };
+    drawn(cells, axis)
+        .iter()
+        .map(|c| c.offered_rate())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
+fn draw(cells: &[&CellRecord], base: &Path, axis: Axis) -> Result<Picture, ReportError> {
     let mut lines: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
-    for c in cells.iter().filter(|c| !c.is_void()) {
+    for c in drawn(cells, axis) {
         let (Some(p50), Some(p99)) = (c.e2e(50), c.e2e(99)) else {
             continue;
         };
@@ -28,11 +69,10 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
             c.result.workload.properties,
             c.ordered_lanes()
         );
-        lines.entry(key).or_default().push((
-            c.result.workload.rate_events_per_sec as f64,
-            p50,
-            p99,
-        ));
+        lines
+            .entry(key)
+            .or_default()
+            .push((c.offered_rate() as f64, p50, p99));
     }
     // One point per rate: the median over its repeats, and the interval when repeated.
     let point = |vals: &[f64]| -> ((f64, Option<(f64, f64)>), bool) {
@@ -84,7 +124,10 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
         } else {
             "e2e latency vs offered rate (VOID cells left out)".into()
         },
-        x_label: "offered R (ingress events/s)".into(),
+        x_label: match axis {
+            Axis::Ingress => "offered R (ingress events/s)".into(),
+            Axis::Push => "offered push rate (messages/s, stream cells)".into(),
+        },
         y_label: "e2e latency (ms, log)".into(),
         log_y: true,
         series,
