@@ -11,6 +11,7 @@
 pub mod error;
 pub mod held;
 pub mod outcome;
+pub mod paths;
 pub mod resources;
 pub mod result;
 

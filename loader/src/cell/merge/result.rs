@@ -13,8 +13,10 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use cell_record::paths::summary_counts;
+pub use cell_record::paths::{at, set, sum_numbers};
 use cell_record::result::Flow;
 use cell_record::CellResult;
 
@@ -23,124 +25,22 @@ use crate::cell::Outcome;
 use crate::measure::histograms::Summary;
 use crate::record::result::LoadVerdict;
 
-/// Numbers of `v` at `path` (dotted, array indices as numbers).
-pub fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = match cur {
-            Value::Object(m) => m.get(part)?,
-            Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
-}
-
-/// The value at `path`, made if absent (objects only).
-pub fn at_mut<'a>(v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = match cur {
-            Value::Object(m) => m.get_mut(part)?,
-            Value::Array(a) => a.get_mut(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
-}
-
 #[cfg(test)]
 pub fn num(v: &Value, path: &str) -> f64 {
     at(v, path).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
-fn int(v: &Value, path: &str) -> u64 {
-    at(v, path).and_then(Value::as_u64).unwrap_or(0)
-}
-
-/// Every numeric leaf of the objects at `path` in `records`, added, written into
-/// `out` at `path` (non-numeric leaves keep `out`'s value; nested objects recurse;
-/// fields named in `skip` keep `out`'s value).
-pub fn sum_numbers(out: &mut Value, records: &[&Value], path: &str, skip: &[&str]) {
-    let Some(target) = at_mut(out, path) else {
-        return;
-    };
-    let sources: Vec<&Value> = records.iter().filter_map(|r| at(r, path)).collect();
-    add_into(target, &sources, skip);
-}
-
-fn add_into(target: &mut Value, sources: &[&Value], skip: &[&str]) {
-    match target {
-        Value::Object(m) => {
-            let keys: Vec<String> = m.keys().cloned().collect();
-            for k in keys {
-                if skip.contains(&k.as_str()) {
-                    continue;
-                }
-                let subs: Vec<&Value> = sources.iter().filter_map(|s| s.get(&k)).collect();
-                if let Some(t) = m.get_mut(&k) {
-                    add_into(t, &subs, skip);
-                }
-            }
-        }
-        Value::Number(n) => {
-            if n.is_u64() && sources.iter().all(|s| s.is_u64()) {
-                *target = json!(sources.iter().filter_map(|s| s.as_u64()).sum::<u64>());
-            } else if n.is_i64() && sources.iter().all(|s| s.is_i64()) {
-                *target = json!(sources.iter().filter_map(|s| s.as_i64()).sum::<i64>());
-            } else {
-                *target = json!(sources.iter().filter_map(|s| s.as_f64()).sum::<f64>());
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Replace the summary at `path` with the summary of `h`, its `clamped` and
 /// `negative` counts the loaders' added.
 pub fn put_summary(out: &mut Value, records: &[&Value], path: &str, h: &Histogram<u64>) {
-    let clamped: u64 = records
+    let (clamped, negative) = records
         .iter()
-        .map(|r| int(r, &format!("{path}.clamped")))
-        .sum();
-    let negative: u64 = records
-        .iter()
-        .map(|r| int(r, &format!("{path}.negative")))
-        .sum();
+        .map(|r| summary_counts(r, path))
+        .fold((0, 0), |(c, n), (a, b)| (c + a, n + b));
     let mut s = Summary::of(h, clamped);
     s.negative = negative;
     let value = serde_json::to_value(s).unwrap_or(Value::Null);
     set(out, path, value);
-}
-
-/// Set `path` to `value`, making the objects on the way.
-pub fn set(out: &mut Value, path: &str, value: Value) {
-    let parts: Vec<&str> = path.split('.').collect();
-    let mut cur = out;
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        cur = match cur {
-            Value::Object(m) => {
-                if last {
-                    m.insert(part.to_string(), value);
-                    return;
-                }
-                m.entry(part.to_string())
-                    .or_insert_with(|| Value::Object(Map::new()))
-            }
-            Value::Array(a) => match part.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
-                Some(v) => {
-                    if last {
-                        *v = value;
-                        return;
-                    }
-                    v
-                }
-                None => return,
-            },
-            _ => return,
-        };
-    }
 }
 
 /// The worst drain outcome of the loaders.
