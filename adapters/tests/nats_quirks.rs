@@ -62,10 +62,15 @@ async fn nats_refused_batch_comes_back_after_the_ack_wait() {
         "the refused batch came back {waited:?} after the refusal, before the {ACK_WAIT:?} ack wait"
     );
     rec.assert_in_order(&names, 6, "nats refused");
-    assert_eq!(StreamCounters::get(&counters[0].refused), 6);
+    // The refused batch is what the fetch returned with p0's seq 0: all six of p0's
+    // messages, or fewer when the server handed them out in more than one fetch (seen
+    // once on a loaded machine: 1). Whatever its size, the stage's count, the
+    // adapter's and its naks agree.
+    let refused = StreamCounters::get(&counters[0].refused);
+    assert!((1..=6).contains(&refused), "refused {refused}");
     let c = b.counters();
-    assert_eq!(c["nats_refused"], 6, "{c:?}");
-    assert!(c["nats_naks"] >= 6, "{c:?}");
+    assert_eq!(c["nats_refused"], refused, "{c:?}");
+    assert!(c["nats_naks"] >= refused, "{c:?}");
     assert!(
         c["nats_server_num_redelivered"] == 0 && c["nats_server_num_ack_pending"] == 0,
         "everything acked at the end: {c:?}"
