@@ -231,13 +231,17 @@ pub fn plot(cells: &[String], kind: PlotKind, out: &Path) -> Result<String, Repo
         pics.push(plot::cdf::plot(&refs, &out.join("latency-cdf"))?);
     }
     if matches!(kind, PlotKind::Sweep | PlotKind::All) {
-        if plot::sweep::rates(&refs, true) > 0 {
+        let (stream, pipeline) = (
+            plot::sweep::rates(&refs, true),
+            plot::sweep::rates(&refs, false),
+        );
+        if stream > 0 {
             pics.push(plot::sweep::plot_stream(
                 &refs,
                 &out.join("latency-vs-push-rate"),
             )?);
         }
-        if plot::sweep::rates(&refs, true) == 0 || plot::sweep::rates(&refs, false) > 0 {
+        if stream == 0 || pipeline > 0 {
             pics.push(plot::sweep::plot(&refs, &out.join("latency-vs-rate"))?);
         }
     }
