@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 mod intervals;
+mod lost;
 mod meta;
 mod scan;
 pub mod synth;
@@ -253,6 +254,13 @@ pub struct Totals {
     pub malformed_lines: u64,
     #[serde(default)]
     pub lost_acked: u64,
+    /// Lost messages counted once: the distinct (flow, property, seq) acknowledged and
+    /// never delivered to at least one stream, where `lost_acked` counts each once per
+    /// stream that misses it (a message lost on a first hop is missing from every
+    /// stream after it). `None`: a stream had too many missing ranges to count exactly,
+    /// or the verdict predates the count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_messages: Option<u64>,
     #[serde(default)]
     pub recovered: u64,
     #[serde(default)]
@@ -448,6 +456,7 @@ pub fn verify(
     };
     let mut notes: Vec<String> = Vec::new();
     let mut malformed_files = 0u64;
+    let mut losses = lost::FlowLosses::default();
 
     for (s, r) in streams.iter().zip(results) {
         let out = r.expect("every stream scanned")?;
@@ -501,6 +510,10 @@ pub fn verify(
             (0, c.tail)
         };
         let empty_fails = !missing && c.lines == 0 && (table.has_data || !per_stream_ack);
+        losses.add(s.flow.as_str(), &c.gap_ranges);
+        if tail_judged {
+            losses.add(s.flow.as_str(), &c.tail_ranges);
+        }
 
         let mut causes = Vec::new();
         if missing {
@@ -703,6 +716,7 @@ pub fn verify(
         ));
     }
     verdict.pass = verdict.streams.iter().all(|s| s.pass) && verdict.malformed_count == 0;
+    verdict.totals.lost_messages = losses.distinct();
 
     // Caveats.
     let t = &verdict.totals;
@@ -763,8 +777,15 @@ pub fn verify(
         }
     } else if t.lost_acked > 0 {
         notes.push(format!(
-            "note: lost_acked={}: the system acknowledged these publishes and never delivered them (a finding about the system under test; the harness counts only acknowledged publishes)",
-            t.lost_acked
+            "note: lost_acked={}{}: the system acknowledged these publishes and never delivered them (a finding about the system under test; the harness counts only acknowledged publishes)",
+            t.lost_acked,
+            match t.lost_messages {
+                Some(n) if n != t.lost_acked => format!(
+                    " over the streams, {}",
+                    plural(n, "distinct message", "distinct messages")
+                ),
+                _ => String::new(),
+            }
         ));
     }
     if duplicates_allowed && t.duplicates > 0 {

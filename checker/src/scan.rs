@@ -15,6 +15,7 @@ use std::path::Path;
 use crate::intervals::{
     contains, count_in, count_overlap, max_in, max_in_minus, range_len, IntervalSet,
 };
+use crate::lost::LostRanges;
 use crate::meta::Produced;
 use crate::{CheckError, GapRange, Malformed};
 
@@ -279,6 +280,11 @@ pub(crate) struct StreamCounts {
     pub late_indeterminate: u64,
     /// The first gaps found, at most [`MAX_GAP_EXAMPLES`] per stream.
     pub gap_examples: Vec<GapRange>,
+    /// Every gap, as ranges (up to [`crate::lost::MAX_RANGES`]).
+    pub gap_ranges: LostRanges,
+    /// Every seq above the delivered frontier, as ranges: lost or in flight, as the
+    /// drain decides.
+    pub tail_ranges: LostRanges,
     /// Lines of a merged log (`<prop>,<seq>,<loader>,<t>`): consecutive deliveries of
     /// one property by two different loaders.
     pub handoffs: u64,
@@ -293,7 +299,19 @@ pub const MAX_GAP_EXAMPLES: usize = 20;
 /// Append to `out` (up to [`MAX_GAP_EXAMPLES`] in all) the ranges of `[lo, hi]` in
 /// none of `sets` (each sorted, disjoint, closed intervals).
 fn missing_ranges(prop: u64, lo: i64, hi: i64, sets: &[&[(i64, i64)]], out: &mut Vec<GapRange>) {
-    if lo > hi || out.len() >= MAX_GAP_EXAMPLES {
+    if out.len() >= MAX_GAP_EXAMPLES {
+        return;
+    }
+    for_missing(lo, hi, sets, |from, to| {
+        out.push(GapRange { prop, from, to });
+        out.len() < MAX_GAP_EXAMPLES
+    });
+}
+
+/// Call `f` with each range of `[lo, hi]` in none of `sets` (each sorted, disjoint,
+/// closed intervals), in order, until it returns false.
+fn for_missing(lo: i64, hi: i64, sets: &[&[(i64, i64)]], mut f: impl FnMut(i64, i64) -> bool) {
+    if lo > hi {
         return;
     }
     let mut covered: Vec<(i64, i64)> = sets
@@ -304,15 +322,8 @@ fn missing_ranges(prop: u64, lo: i64, hi: i64, sets: &[&[(i64, i64)]], out: &mut
     covered.sort_unstable();
     let mut next = lo; // lowest seq not yet known to be covered
     for (a, b) in covered {
-        if a > next {
-            out.push(GapRange {
-                prop,
-                from: next,
-                to: (a - 1).min(hi),
-            });
-            if out.len() >= MAX_GAP_EXAMPLES {
-                return;
-            }
+        if a > next && !f(next, (a - 1).min(hi)) {
+            return;
         }
         match b.checked_add(1) {
             Some(n) => next = next.max(n),
@@ -323,11 +334,7 @@ fn missing_ranges(prop: u64, lo: i64, hi: i64, sets: &[&[(i64, i64)]], out: &mut
         }
     }
     if next <= hi {
-        out.push(GapRange {
-            prop,
-            from: next,
-            to: hi,
-        });
+        f(next, hi);
     }
 }
 
@@ -617,6 +624,7 @@ impl Scanner {
                         }
                         if let Some(lo) = st.max_seen.checked_add(1) {
                             c.tail = c.tail.saturating_add(range_len(lo, m));
+                            c.tail_ranges.push(prop, lo, m);
                         }
                     }
                     ProdInfo::Absent => {
@@ -661,6 +669,10 @@ impl Scanner {
                 let excused = count_in(&e.indet, base, max) + count_in(&e.failed, base, max);
                 let tail = range_len(base, max).saturating_sub(excused);
                 c.tail = c.tail.saturating_add(tail);
+                if tail > 0 {
+                    let r = &mut c.tail_ranges;
+                    for_missing(base, max, &[&e.indet, &e.failed], |a, b| r.push(prop, a, b));
+                }
                 let unseen = count_in(&e.indet, base, i64::MAX);
                 c.unseen_at_end = c.unseen_at_end.saturating_add(unseen);
             }
@@ -708,6 +720,8 @@ fn judge_prop(
                 c.gaps = c.gaps.saturating_add(gaps);
                 if gaps > 0 {
                     missing_ranges(prop, base, f, &[seen], &mut c.gap_examples);
+                    let r = &mut c.gap_ranges;
+                    for_missing(base, f, &[seen], |a, b| r.push(prop, a, b));
                 }
             }
         }
@@ -736,11 +750,17 @@ fn judge_prop(
             c.gaps = c.gaps.saturating_add(req.saturating_sub(got));
             if req > got {
                 missing_ranges(prop, base, hi, &[seen, ind, fail], &mut c.gap_examples);
+                let r = &mut c.gap_ranges;
+                for_missing(base, hi, &[seen, ind, fail], |a, b| r.push(prop, a, b));
             }
             // No tail above a frontier of i64::MAX.
             if let Some(tail_lo) = hi.max(base - 1).checked_add(1) {
                 let tail = range_len(tail_lo, m).saturating_sub(exempt_in(tail_lo, m));
                 c.tail = c.tail.saturating_add(tail);
+                if tail > 0 {
+                    let r = &mut c.tail_ranges;
+                    for_missing(tail_lo, m, &[ind, fail], |a, b| r.push(prop, a, b));
+                }
             }
         }
     }

@@ -268,6 +268,9 @@ proptest! {
         prop_assert_eq!(&got, &want, "history {:?}\nreasons {:?}", props, v.reasons);
         let s = &v.streams[0];
         prop_assert_eq!(s.lost_acked, s.gaps + s.lost_tail);
+        // One stream: each lost seq is a distinct lost message (the ranges the distinct
+        // count is made of cover exactly the seqs the counts count).
+        prop_assert_eq!(v.totals.lost_messages, Some(s.lost_acked), "{:?}", props);
         // An aborted read always fails; a lost acknowledged write fails (no loss_allowed).
         if want.aborted > 0 || want.gaps + want.lost_tail > 0 || want.phantoms > 0 {
             prop_assert!(!v.pass, "{:?}", v.reasons);
@@ -346,6 +349,49 @@ fn order_violations_of_a_reconnected_stream_are_reported_apart() {
     assert_eq!(v.totals.order_violations_at_reconnect, 1);
     assert!(
         v.reasons.iter().any(|r| r.contains("reported apart")),
+        "{:?}",
+        v.reasons
+    );
+}
+
+/// The pipeline's shape: a message lost on the first hop is missing from the streams
+/// after it too; counted once as a lost message, once per stream as lost seqs.
+#[test]
+fn a_message_lost_on_every_stream_of_its_flow_counts_once() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(
+        d.path().join("produced.meta"),
+        "# crossbench produced.meta v1\n# ackErr=0 base=1 system=mem properties=3 rate=10 drain=caught-up delivery=exactly-once\n\
+         # stream name=a_db flow=A ackErr=0\n# stream name=a_g1 flow=A ackErr=0\n# stream name=a_g2 flow=A ackErr=0\n# stream name=b_g flow=B ackErr=0\n\
+         A 0 5\nA 1 5\nB 0 5\n",
+    )
+    .unwrap();
+    // Flow A: key 0 seq 3 lost on every stream (the first hop lost it); key 1 seq 2
+    // lost by g1 only; key 1's seq 5 (the tail) by g2 only. Flow B: key 0 seq 3, another
+    // message for all its (prop, seq) matches one of A's.
+    let all = |skip: &[(u32, u32)]| {
+        let mut s = String::new();
+        for seq in 1..=5u32 {
+            for key in 0..2u32 {
+                if !skip.contains(&(key, seq)) {
+                    s.push_str(&format!("{key},{seq}\n"));
+                }
+            }
+        }
+        s
+    };
+    fs::write(d.path().join("a_db.log"), all(&[(0, 3)])).unwrap();
+    fs::write(d.path().join("a_g1.log"), all(&[(0, 3), (1, 2)])).unwrap();
+    fs::write(d.path().join("a_g2.log"), all(&[(0, 3), (1, 5)])).unwrap();
+    fs::write(d.path().join("b_g.log"), "0,1\n0,2\n0,4\n0,5\n").unwrap();
+    let v = verify_dir(d.path(), &VerifyOptions::default()).unwrap();
+    assert!(!v.pass);
+    assert_eq!(v.totals.lost_acked, 6, "{:?}", v.reasons);
+    assert_eq!(v.totals.lost_messages, Some(4), "{:?}", v.reasons);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("lost_acked=6 over the streams, 4 distinct messages")),
         "{:?}",
         v.reasons
     );

@@ -489,6 +489,66 @@ pub struct Verdict {
     pub pass: bool,
     pub reasons: Vec<String>,
     pub totals: VerdictTotals,
+    pub streams: Vec<VerdictStream>,
+}
+
+impl Verdict {
+    /// Lost messages counted once: the distinct (flow, key, seq) acknowledged and never
+    /// delivered to at least one stream (checker/FORMAT.md, `lost_messages`). A record
+    /// whose checker predates the count gives it when its gap examples name every gap
+    /// and no stream lost a tail (then they are every lost seq); otherwise `None`.
+    pub fn lost_messages(&self) -> Option<u64> {
+        if let Some(n) = self.totals.lost_messages {
+            return Some(n);
+        }
+        let complete = self.streams.iter().all(|s| {
+            s.lost_tail == 0
+                && s.gap_examples
+                    .iter()
+                    .map(|g| span(g.from, g.to))
+                    .sum::<u64>()
+                    == s.gaps
+        });
+        if !complete {
+            return None;
+        }
+        let mut ranges: Vec<(&str, u64, i64, i64)> = self
+            .streams
+            .iter()
+            .flat_map(|s| {
+                s.gap_examples
+                    .iter()
+                    .map(|g| (s.flow.as_str(), g.prop, g.from, g.to))
+            })
+            .filter(|r| r.2 <= r.3)
+            .collect();
+        ranges.sort_unstable();
+        // The union's size: merge the overlapping ranges of each (flow, key).
+        let mut total = 0u64;
+        let mut cur: Option<(&str, u64, i64, i64)> = None;
+        for r in ranges {
+            match cur {
+                Some(c) if (c.0, c.1) == (r.0, r.1) && r.2 <= c.3.saturating_add(1) => {
+                    cur = Some((c.0, c.1, c.2, c.3.max(r.3)));
+                }
+                _ => {
+                    if let Some(c) = cur {
+                        total = total.saturating_add(span(c.2, c.3));
+                    }
+                    cur = Some(r);
+                }
+            }
+        }
+        if let Some(c) = cur {
+            total = total.saturating_add(span(c.2, c.3));
+        }
+        Some(total)
+    }
+}
+
+/// The number of seqs in `from..=to`.
+fn span(from: i64, to: i64) -> u64 {
+    (i128::from(to) - i128::from(from) + 1).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -498,6 +558,31 @@ pub struct VerdictTotals {
     pub gaps: u64,
     pub order_violations: u64,
     pub in_flight: u64,
+    /// Acknowledged and never delivered, counted once per stream that misses it.
+    pub lost_acked: u64,
+    /// The same counted once per message; absent before the checker counted it.
+    pub lost_messages: Option<u64>,
+}
+
+/// One stream's verdict, as far as the reports read it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct VerdictStream {
+    pub name: String,
+    pub flow: String,
+    pub gaps: u64,
+    pub lost_tail: u64,
+    /// The first gaps (at most 20 a stream).
+    pub gap_examples: Vec<GapExample>,
+}
+
+/// Seqs `from..=to` of key `prop`, missing from a stream.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
+pub struct GapExample {
+    pub prop: u64,
+    pub from: i64,
+    pub to: i64,
 }
 
 /// The cost summary (sampler/FORMAT.md); `None` fields had no data.

@@ -113,3 +113,19 @@ fn a_loaders_record_reads_its_loaders_block_typed() {
     let one = CellResult::parse(Path::new("result.json"), &record("PASS", 1)).unwrap();
     assert!(one.loaders.is_none() && one.abandoned.is_none());
 }
+
+/// A record whose checker predates the distinct count still gives it when its gap
+/// examples name every gap: sitting 1's two FAILs of F7's no-delay arm lost 2 and 4
+/// messages on their first hop, 12 and 24 seqs over the six streams of the flow.
+#[test]
+fn lost_messages_count_each_message_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/campaigns/findings");
+    let read = |r: &str| CellResult::read_dir(&root.join("f7-queen-no-delay").join(r)).unwrap();
+    let (r8, r9) = (read("r8"), read("r9"));
+    assert_eq!(r8.verdict.totals.lost_acked, 12);
+    assert_eq!(r8.verdict.lost_messages(), Some(2));
+    assert_eq!(r9.verdict.totals.lost_acked, 24);
+    assert_eq!(r9.verdict.lost_messages(), Some(4));
+    // A PASS lost nothing.
+    assert_eq!(read("r1").verdict.lost_messages(), Some(0));
+}

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::campaign::{ArmView, CampaignView, CI_LEVEL, CI_SEED};
 use crate::cell::CellRecord;
 use crate::stats::{coverage, fisher_greater, ratio_ci, Interval, DEFAULT_RESAMPLES};
+use cell_record::Outcome;
 
 pub use requires::Requirement;
 
@@ -151,8 +152,8 @@ impl Metric {
                 .as_ref()
                 .map(|p| p.created_per_sec_rated),
             Metric::CheckerFailed => match c.result.outcome {
-                cell_record::Outcome::Fail => Some(1.0),
-                cell_record::Outcome::Pass => Some(0.0),
+                Outcome::Fail => Some(1.0),
+                Outcome::Pass => Some(0.0),
                 _ => None,
             },
         }
@@ -353,15 +354,58 @@ pub fn check(c: &CampaignView, k: &Check, with_not_held: bool) -> Result<CheckRe
             Ok(CheckResult {
                 judgement,
                 measured: format!(
-                    "`{a}`: {} ; `{b}`: {} (FAIL in {fa} of {na} against {fb} of {nb} runs with a verdict{}; holds when `{b}` never fails and Fisher's exact one-sided p < {FAILURES_ALPHA})",
+                    "`{a}`: {} ; `{b}`: {} (FAIL in {fa} of {na} against {fb} of {nb} runs with a verdict{}; holds when `{b}` never fails and Fisher's exact one-sided p < {FAILURES_ALPHA}); {}",
                     aa.outcomes.label(),
                     bb.outcomes.label(),
-                    p.map_or(String::new(), |p| format!(", Fisher p = {}", p_text(p)))
+                    p.map_or(String::new(), |p| format!(", Fisher p = {}", p_text(p))),
+                    lost_messages(&[aa, bb]),
                 ),
                 ratio: None,
             })
         }
     }
+}
+
+/// Each arm's lost messages, counted once (distinct key and seq acknowledged and never
+/// delivered to at least one group; a message its first hop lost is not counted again
+/// for the groups after it), per repeat with a verdict, in run order.
+fn lost_messages(arms: &[&ArmView]) -> String {
+    let per_arm: Vec<String> = arms
+        .iter()
+        .map(|arm| {
+            let counts: Vec<String> = arm
+                .cells
+                .iter()
+                .filter(|c| matches!(c.result.outcome, Outcome::Pass | Outcome::Fail))
+                .map(|c| {
+                    c.result
+                        .verdict
+                        .lost_messages()
+                        .map_or("not counted".to_string(), |n| n.to_string())
+                })
+                .collect();
+            let total: Option<u64> = arm
+                .cells
+                .iter()
+                .filter(|c| matches!(c.result.outcome, Outcome::Pass | Outcome::Fail))
+                .map(|c| c.result.verdict.lost_messages())
+                .sum();
+            format!(
+                "`{}` {}{}",
+                arm.id,
+                total.map_or("not counted in every run".to_string(), |t| t.to_string()),
+                if counts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", counts.join(", "))
+                }
+            )
+        })
+        .collect();
+    format!(
+        "lost messages (each counted once, however many groups missed it): {}",
+        per_arm.join(", ")
+    )
 }
 
 /// The level below which a split of FAIL runs is taken as real.
