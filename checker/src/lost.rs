@@ -20,7 +20,7 @@ pub const MAX_RANGES: usize = 200_000;
 /// [`MAX_RANGES`].
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct LostRanges {
-    v: Vec<(u64, i64, i64)>,
+    v: Vec<Range>,
     overflow: bool,
 }
 
@@ -39,10 +39,14 @@ impl LostRanges {
     }
 }
 
-/// The missing ranges of every stream of each flow, and the distinct count they give.
+/// `(property, from, to)`: seqs `from..=to` of a property.
+type Range = (u64, i64, i64);
+
+/// The missing ranges of every stream of each flow (and whether a stream had more
+/// than are kept), and the distinct count they give.
 #[derive(Debug, Default)]
 pub(crate) struct FlowLosses<'a> {
-    flows: BTreeMap<&'a str, (Vec<(u64, i64, i64)>, bool)>,
+    flows: BTreeMap<&'a str, (Vec<Range>, bool)>,
 }
 
 impl<'a> FlowLosses<'a> {
@@ -70,10 +74,10 @@ impl<'a> FlowLosses<'a> {
 }
 
 /// The number of distinct (property, seq) in the union of closed ranges.
-pub(crate) fn union_len(v: &mut [(u64, i64, i64)]) -> u64 {
+pub(crate) fn union_len(v: &mut [Range]) -> u64 {
     v.sort_unstable();
     let mut total = 0u64;
-    let mut cur: Option<(u64, i64, i64)> = None;
+    let mut cur: Option<Range> = None;
     for &(p, a, b) in v.iter() {
         match cur {
             Some((cp, ca, cb)) if cp == p && a <= cb.saturating_add(1) => {

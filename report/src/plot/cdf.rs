@@ -48,6 +48,7 @@ pub fn series(c: &CellRecord) -> Result<Option<Series>, ReportError> {
             .map(|(pct, ms)| (-(1.0 - pct / 100.0).max(1e-5).log10(), ms))
             .collect(),
         errors: Vec::new(),
+        faint: false,
     }))
 }
 
@@ -67,7 +68,6 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
         series: lines,
         x_fmt: nines,
         x_labels: 6,
-        legend_upper: true,
         markers: false,
     };
     render(&[panel], (900, 450), base, "Latency CDF")

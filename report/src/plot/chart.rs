@@ -1,5 +1,14 @@
 //! One line chart panel, drawn on any plotters backend: linear or log y, a custom
-//! x tick formatter, a legend. Every picture is built from these.
+//! x tick formatter, a legend. Every picture is built from these, and the layout
+//! rules hold for every one of them because they are enforced here:
+//! - the legend is drawn beside the plotting area, never over it: the panel gives it
+//!   a column of its own on the right (more columns when the entries do not fit one),
+//!   and a label too long for its column is cut with "…";
+//! - a panel has at most [`MAX_SERIES`] legend entries (the caller splits more into
+//!   facets: [`super::render`] does), each in its own colour of [`PALETTE`];
+//! - the plotting area is framed in [`FRAME`] and the legend box in [`LEGEND_BORDER`],
+//!   colours nothing else uses, so a test can find both in the SVG and check that they
+//!   never meet.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -7,8 +16,8 @@ use plotters::prelude::*;
 use super::font::FAMILY;
 use super::Series;
 
-/// Line colours, distinguishable and print-safe.
-pub const PALETTE: &[RGBColor] = &[
+/// Line colours, distinguishable and print-safe: one per legend entry of a panel.
+pub const PALETTE: [RGBColor; MAX_SERIES] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -17,7 +26,25 @@ pub const PALETTE: &[RGBColor] = &[
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 187, 120),
 ];
+
+/// Legend entries (series drawn in full) a panel may have.
+pub const MAX_SERIES: usize = 12;
+
+/// The frame round a plotting area.
+pub const FRAME: RGBColor = RGBColor(96, 96, 97);
+/// The border of a legend box.
+pub const LEGEND_BORDER: RGBColor = RGBColor(170, 170, 171);
+
+/// Legend geometry, in pixels at the 13 px legend font.
+const LEGEND_CHAR_W: f64 = 7.2;
+const LEGEND_ROW_H: i32 = 18;
+const LEGEND_SWATCH: i32 = 30;
+const LEGEND_PAD: i32 = 8;
 
 #[derive(Debug, Clone)]
 pub struct Panel {
@@ -29,10 +56,15 @@ pub struct Panel {
     pub x_fmt: fn(&f64) -> String,
     /// Number of x tick labels to aim for.
     pub x_labels: usize,
-    /// Legend in the upper left (else the lower left).
-    pub legend_upper: bool,
     /// Draw markers at the points (sparse data such as a sweep).
     pub markers: bool,
+}
+
+impl Panel {
+    /// The series with a legend entry (faint ones have none).
+    pub fn entries(&self) -> usize {
+        self.series.iter().filter(|s| !s.faint).count()
+    }
 }
 
 pub fn plain(v: &f64) -> String {
@@ -117,7 +149,29 @@ pub fn draw<DB: DrawingBackend>(
         ))?;
         return Ok(());
     };
-    let mut chart = ChartBuilder::on(area)
+    // Colours by legend entry; a faint series (a repeat behind its median) takes the
+    // colour of the entry after it.
+    let mut colours = vec![PALETTE[0]; p.series.len()];
+    let mut following = p.entries().saturating_sub(1);
+    let mut entry = p.entries();
+    for (i, s) in p.series.iter().enumerate().rev() {
+        if !s.faint {
+            entry -= 1;
+            following = entry;
+        }
+        colours[i] = PALETTE[following % MAX_SERIES];
+    }
+    let entries: Vec<(&str, RGBColor)> = p
+        .series
+        .iter()
+        .zip(&colours)
+        .filter(|(s, _)| !s.faint && !s.label.is_empty())
+        .map(|(s, c)| (s.label.as_str(), *c))
+        .collect();
+    let (w, h) = area.dim_in_pixel();
+    let legend = legend_layout(&entries, w, h);
+    let (plot_area, legend_area) = area.split_horizontally(w.saturating_sub(legend.width));
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(p.title.as_str(), (FAMILY, 17))
         .margin(12)
         .x_label_area_size(40)
@@ -136,8 +190,7 @@ pub fn draw<DB: DrawingBackend>(
         .label_style((FAMILY, 13))
         .light_line_style(RGBColor(235, 235, 235))
         .draw()?;
-    for (i, s) in p.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
+    for (s, &color) in p.series.iter().zip(&colours) {
         let pts: Vec<(f64, f64)> = s
             .points
             .iter()
@@ -145,12 +198,11 @@ pub fn draw<DB: DrawingBackend>(
             .filter(|(x, y)| x.is_finite() && y.is_finite() && (!p.log_y || *y > 0.0))
             .map(|(x, y)| (x, if p.log_y { y.log10() } else { y }))
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        if s.faint {
+            chart.draw_series(LineSeries::new(pts, color.mix(0.25).stroke_width(1)))?;
+            continue;
+        }
+        chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
         if p.markers {
             chart.draw_series(
                 pts.iter()
@@ -171,18 +223,99 @@ pub fn draw<DB: DrawingBackend>(
             .collect();
         chart.draw_series(bars)?;
     }
-    if p.series.len() > 1 || !p.series.iter().all(|s| s.label.is_empty()) {
-        chart
-            .configure_series_labels()
-            .position(if p.legend_upper {
-                SeriesLabelPosition::UpperLeft
-            } else {
-                SeriesLabelPosition::LowerLeft
-            })
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font((FAMILY, 13))
-            .draw()?;
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(x0, y0), (x1, y1)],
+        FRAME.stroke_width(1),
+    )))?;
+    draw_legend(&legend_area, &legend, &entries)?;
+    Ok(())
+}
+
+/// Where the legend goes: its width, and its entries' columns and rows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LegendLayout {
+    pub width: u32,
+    pub columns: usize,
+    pub rows: usize,
+    pub column_width: u32,
+    /// Characters of a label that fit its column.
+    pub chars: usize,
+}
+
+/// The legend of `entries` beside a panel of `w` × `h` pixels: a column as wide as
+/// the longest label needs (at most 40 % of the panel, labels cut to fit), and as
+/// many columns as the rows that fit the panel's height require.
+pub(crate) fn legend_layout(entries: &[(&str, RGBColor)], w: u32, h: u32) -> LegendLayout {
+    if entries.is_empty() {
+        return LegendLayout {
+            width: 0,
+            columns: 0,
+            rows: 0,
+            column_width: 0,
+            chars: 0,
+        };
+    }
+    let longest = entries
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let rows_fit = ((h as i32 - 2 * LEGEND_PAD - 24) / LEGEND_ROW_H).max(1) as usize;
+    let columns = entries.len().div_ceil(rows_fit);
+    let rows = entries.len().div_ceil(columns);
+    let budget = (w as f64 * 0.4) as u32 / columns as u32;
+    let want =
+        (longest as f64 * LEGEND_CHAR_W) as u32 + LEGEND_SWATCH as u32 + 2 * LEGEND_PAD as u32;
+    let column_width = want.min(budget).max(60);
+    let chars = ((column_width as f64 - (LEGEND_SWATCH + 2 * LEGEND_PAD) as f64) / LEGEND_CHAR_W)
+        .max(3.0) as usize;
+    LegendLayout {
+        width: column_width * columns as u32 + 2 * LEGEND_PAD as u32,
+        columns,
+        rows,
+        column_width,
+        chars,
+    }
+}
+
+/// `label` cut to `chars` characters, the last one "…" when cut.
+fn fit(label: &str, chars: usize) -> String {
+    if label.chars().count() <= chars {
+        return label.to_string();
+    }
+    let mut s: String = label.chars().take(chars.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    l: &LegendLayout,
+    entries: &[(&str, RGBColor)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let top = 36; // below the panel's caption, level with the plotting area
+    let box_w = l.column_width as i32 * l.columns as i32;
+    let box_h = l.rows as i32 * LEGEND_ROW_H + LEGEND_PAD;
+    area.draw(&Rectangle::new(
+        [(LEGEND_PAD / 2, top), (LEGEND_PAD / 2 + box_w, top + box_h)],
+        LEGEND_BORDER.stroke_width(1),
+    ))?;
+    for (i, (label, color)) in entries.iter().enumerate() {
+        let (col, row) = (i / l.rows, i % l.rows);
+        let x = LEGEND_PAD + col as i32 * l.column_width as i32;
+        let y = top + LEGEND_PAD / 2 + row as i32 * LEGEND_ROW_H + LEGEND_ROW_H / 2;
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + LEGEND_SWATCH - 10, y)],
+            color.stroke_width(2),
+        ))?;
+        area.draw(&Text::new(
+            fit(label, l.chars),
+            (x + LEGEND_SWATCH - 4, y - 7),
+            (FAMILY, 13).into_font(),
+        ))?;
     }
     Ok(())
 }

@@ -29,6 +29,9 @@ pub struct Series {
     /// An error bar (low, high) per point, drawn when given (medians of repeats and
     /// their intervals); empty for plain lines.
     pub errors: Vec<Option<(f64, f64)>>,
+    /// Drawn thin and pale, with no legend entry, in the colour of the series after
+    /// it: the repeats behind their median.
+    pub faint: bool,
 }
 
 /// A file-name-safe form of a label.
@@ -54,7 +57,45 @@ pub(crate) fn plot_err(what: &Path, e: impl std::fmt::Debug) -> ReportError {
     }
 }
 
-/// Draw `panels` stacked vertically into `<base>.png` and `<base>.svg`.
+/// `panels` with every panel of more than [`chart::MAX_SERIES`] legend entries split
+/// into facets of at most that many, each titled with the entries it shows ("series
+/// 13–24 of 80"); a faint series goes with the entry after it.
+pub fn facets(panels: &[chart::Panel]) -> Vec<chart::Panel> {
+    let mut out = Vec::new();
+    for p in panels {
+        let n = p.entries();
+        if n <= chart::MAX_SERIES {
+            out.push(p.clone());
+            continue;
+        }
+        let count = n.div_ceil(chart::MAX_SERIES);
+        let per = n.div_ceil(count);
+        let mut groups: Vec<Vec<Series>> = vec![Vec::new(); count];
+        let mut seen = 0usize;
+        for s in &p.series {
+            let g = (seen / per).min(count - 1);
+            if !s.faint {
+                seen += 1;
+            }
+            groups[g].push(s.clone());
+        }
+        let mut first = 1usize;
+        for g in groups {
+            let entries = g.iter().filter(|s| !s.faint).count();
+            let last = first + entries - 1;
+            out.push(chart::Panel {
+                title: format!("{} (series {first}–{last} of {n})", p.title),
+                series: g,
+                ..p.clone()
+            });
+            first = last + 1;
+        }
+    }
+    out
+}
+
+/// Draw `panels` stacked vertically into `<base>.png` and `<base>.svg`, `size` being
+/// the picture's size before facets: each facet a panel of its own adds its height.
 pub fn render(
     panels: &[chart::Panel],
     size: (u32, u32),
@@ -63,6 +104,10 @@ pub fn render(
 ) -> Result<Picture, ReportError> {
     use plotters::prelude::*;
     font::ensure();
+    let faceted = facets(panels);
+    let per_panel = size.1 / panels.len().max(1) as u32;
+    let size = (size.0, per_panel * faceted.len().max(1) as u32);
+    let panels = faceted.as_slice();
     let png = base.with_extension("png");
     let svg = base.with_extension("svg");
     if let Some(parent) = base.parent() {

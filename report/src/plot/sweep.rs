@@ -133,7 +133,6 @@ fn draw(cells: &[&CellRecord], base: &Path, axis: Axis) -> Result<Picture, Repor
         series,
         x_fmt: plain,
         x_labels: 10,
-        legend_upper: true,
         markers: true,
     };
     render(&[panel], (900, 450), base, "Latency vs offered rate")

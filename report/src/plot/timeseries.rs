@@ -20,7 +20,6 @@ fn panel(title: &str, y: &str, log_y: bool, series: Vec<Series>) -> Panel {
         series,
         x_fmt: plain,
         x_labels: 10,
-        legend_upper: log_y,
         markers: false,
     }
 }
@@ -30,6 +29,7 @@ fn line(label: &str, pts: Vec<(f64, f64)>) -> Series {
         label: label.into(),
         points: pts,
         errors: Vec::new(),
+        faint: false,
     }
 }
 
