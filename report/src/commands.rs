@@ -257,7 +257,11 @@ pub fn plot(cells: &[String], kind: PlotKind, out: &Path) -> Result<String, Repo
         .collect())
 }
 
-pub fn report(cells: &[String], out: &Path) -> Result<PathBuf, ReportError> {
+pub fn report(
+    cells: &[String],
+    out: &Path,
+    opts: html::PageOptions,
+) -> Result<PathBuf, ReportError> {
     let records = cell::load_all(cells)?;
     let campaigns = cells
         .iter()
@@ -265,5 +269,5 @@ pub fn report(cells: &[String], out: &Path) -> Result<PathBuf, ReportError> {
         .filter(|p| crate::campaign::is_campaign(p))
         .map(crate::campaign::CampaignView::load)
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(html::write_with(&records, &campaigns, out)?.index)
+    Ok(html::write_page(&records, &campaigns, out, opts)?.index)
 }

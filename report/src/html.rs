@@ -1,8 +1,14 @@
-//! The HTML report: one self-contained page (inline CSS, plots inline as PNG
-//! `data:` URIs, no external scripts or fonts, so it opens offline) with the
-//! tables, the plots, each cell's verdict and invocation, and relative links to
-//! the raw files. Also writes the tables as Markdown and CSV and the plots as
-//! PNG and SVG beside it.
+//! The HTML report: a page with no external scripts, styles or fonts (it opens
+//! offline) with the tables, the plots, each cell's verdict and invocation, and
+//! relative links to the raw files. The plots are PNG and SVG files beside it
+//! (`plots/`), or inline as `data:` URIs with [`PageOptions::inline`] for one
+//! self-contained file. Also writes the tables as Markdown and CSV.
+//!
+//! Given campaigns, the page is organised by arm: one latency CDF per workload shape
+//! with one line per arm (the median of its repeats, the repeats faint behind it),
+//! and each arm's cells (record, verdict, time series) on a page of their own under
+//! `arms/`, linked from the campaign's section; only cells of no arm stay on the
+//! main page.
 
 use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
@@ -43,22 +49,107 @@ pub struct Written {
     pub tables: Vec<Table>,
 }
 
+/// How the page is written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PageOptions {
+    /// Pictures inline as `data:` URIs (one self-contained file) instead of links
+    /// to the files beside the page.
+    pub inline: bool,
+}
+
 /// Build the report for `cells` into `out` (created if needed).
 pub fn write(cells: &[CellRecord], out: &Path) -> Result<Written, ReportError> {
     write_with(cells, &[], out)
 }
 
 /// Build the report for `cells` and, one section each, the `campaigns` they came
-/// from (their arms' medians with intervals).
+/// from (their arms' medians with intervals), pictures as files.
 pub fn write_with(
     cells: &[CellRecord],
     campaigns: &[crate::campaign::CampaignView],
     out: &Path,
 ) -> Result<Written, ReportError> {
+    write_page(cells, campaigns, out, PageOptions::default())
+}
+
+/// A cell directory as a key that matches however the path was spelled.
+fn key(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// A cell's workload shape, the unit its CDF is drawn in.
+fn shape(c: &CellRecord) -> String {
+    let w = &c.result.workload;
+    if c.is_stream() {
+        format!(
+            "stream, {} msg/s over {} partitions",
+            c.offered_rate(),
+            w.space
+        )
+    } else {
+        format!("{} ev/s over {} keys", c.offered_rate(), w.properties)
+    }
+}
+
+/// The file of an arm's page, relative to the report's directory.
+fn arm_page(campaign: &str, arm: &str) -> String {
+    format!("arms/{}--{}.html", plot::slug(campaign), plot::slug(arm))
+}
+
+/// Build the report as `opts` say.
+pub fn write_page(
+    cells: &[CellRecord],
+    campaigns: &[crate::campaign::CampaignView],
+    out: &Path,
+    opts: PageOptions,
+) -> Result<Written, ReportError> {
     std::fs::create_dir_all(out).map_err(|e| ReportError::io(out, e))?;
     let plots = out.join("plots");
     let refs: Vec<&CellRecord> = cells.iter().collect();
-    let mut pictures = vec![plot::cdf::plot(&refs, &plots.join("latency-cdf"))?];
+    let in_arms: std::collections::BTreeSet<PathBuf> = campaigns
+        .iter()
+        .flat_map(|c| {
+            c.arms
+                .iter()
+                .flat_map(|a| a.cells.iter().map(|x| key(&x.dir)))
+        })
+        .collect();
+    let loose: Vec<&CellRecord> = cells
+        .iter()
+        .filter(|c| !in_arms.contains(&key(&c.dir)))
+        .collect();
+    let mut pictures = Vec::new();
+    if !loose.is_empty() || campaigns.is_empty() {
+        pictures.push(plot::cdf::plot(&loose, &plots.join("latency-cdf"))?);
+    }
+    for c in campaigns {
+        let mut shapes: std::collections::BTreeMap<String, Vec<plot::cdf::Arm<'_>>> =
+            std::collections::BTreeMap::new();
+        for a in &c.arms {
+            let Some(first) = a.cells.first() else {
+                continue;
+            };
+            shapes
+                .entry(shape(first))
+                .or_default()
+                .push(plot::cdf::Arm {
+                    name: a.id.clone(),
+                    cells: a.cells.iter().filter(|x| !x.is_void()).collect(),
+                });
+        }
+        for (sh, arms) in &shapes {
+            let base = plots.join(format!(
+                "{}-latency-cdf-{}",
+                plot::slug(&c.name),
+                plot::slug(sh)
+            ));
+            pictures.push(plot::cdf::plot_arms(
+                arms,
+                &format!("{}, {sh}", c.name),
+                &base,
+            )?);
+        }
+    }
     if plot::sweep::rates(&refs, false) > 1 {
         pictures.push(plot::sweep::plot(&refs, &plots.join("latency-vs-rate"))?);
     }
@@ -69,7 +160,7 @@ pub fn write_with(
         )?);
     }
     let mut per_cell = Vec::new();
-    for (i, c) in cells.iter().enumerate() {
+    for (i, c) in loose.iter().enumerate() {
         let base = plots.join(format!("{:02}-{}-timeseries", i + 1, plot::slug(&c.name())));
         per_cell.push(plot::timeseries::plot(c, &base)?);
     }
@@ -88,15 +179,14 @@ pub fn write_with(
         }
     }
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"crossbench report v{}\">\n<title>crossbench report: {} cell(s)</title>\n<style>{CSS}</style>\n<script>{CHECK_SCRIPT}</script>\n</head><body>",
-        crate::OUTPUT_VERSION,
-        cells.len()
+    head(
+        &mut s,
+        &format!("crossbench report: {} cell(s)", cells.len()),
     );
     let _ = writeln!(s, "<h1>crossbench report</h1>\n<p>{} cell(s). Every table and picture on this page is built from the cell records linked below. Tables also as Markdown and CSV: {}.</p>",
         cells.len(),
         ["cost-to-serve", "ceiling", "cardinality"].iter().map(|n| format!("<a href=\"{n}.md\">{n}.md</a> <a href=\"{n}.csv\">csv</a>")).collect::<Vec<_>>().join(", "));
+    let mut arm_pictures = Vec::new();
     for c in campaigns {
         let _ = writeln!(s, "<h2>Campaign {}</h2>", esc(&c.name));
         if !c.description.is_empty() {
@@ -111,6 +201,24 @@ pub fn write_with(
             esc(&relative(out, &c.dir.join("campaign.json")))
         );
         s.push_str(&crate::campaign::table(c).to_html());
+        let mut links = Vec::new();
+        for a in c.arms.iter().filter(|a| !a.cells.is_empty()) {
+            let page = arm_page(&c.name, &a.id);
+            arm_pictures.extend(write_arm_page(c, a, out, &out.join(&page), opts)?);
+            links.push(format!(
+                "<a href=\"{}\">{}</a> ({})",
+                esc(&page),
+                esc(&a.id),
+                a.cells.len()
+            ));
+        }
+        if !links.is_empty() {
+            let _ = writeln!(
+                s,
+                "<p>Each arm's cells, with their records, verdicts and time series, on a page of their own: {}.</p>",
+                links.join(" · ")
+            );
+        }
     }
     let _ = writeln!(s, "<h2>Tables</h2>");
     for t in &tables {
@@ -118,16 +226,19 @@ pub fn write_with(
     }
     let _ = writeln!(s, "<h2>Plots</h2>");
     for p in &pictures {
-        figure(&mut s, p, out)?;
+        figure(&mut s, p, out, opts)?;
     }
-    let _ = writeln!(s, "<h2>Cells</h2>");
-    for (c, p) in cells.iter().zip(&per_cell) {
-        cell_section(&mut s, c, p, out)?;
+    if !loose.is_empty() {
+        let _ = writeln!(s, "<h2>Cells</h2>");
+        for (c, p) in loose.iter().zip(&per_cell) {
+            cell_section(&mut s, c, p, out, opts)?;
+        }
     }
     let _ = writeln!(s, "</body></html>");
     let index = out.join("index.html");
     std::fs::write(&index, s).map_err(|e| ReportError::io(&index, e))?;
     pictures.extend(per_cell);
+    pictures.extend(arm_pictures);
     Ok(Written {
         index,
         pictures,
@@ -135,13 +246,78 @@ pub fn write_with(
     })
 }
 
-fn figure(s: &mut String, p: &Picture, out: &Path) -> Result<(), ReportError> {
-    let bytes = std::fs::read(&p.png).map_err(|e| ReportError::io(&p.png, e))?;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+/// The document's head, up to and including `<body>`.
+fn head(s: &mut String, title: &str) {
     let _ = writeln!(
         s,
-        "<figure><img alt=\"{t}\" src=\"data:image/png;base64,{b64}\"><figcaption>{t} (<a href=\"{png}\">PNG</a>, <a href=\"{svg}\">SVG</a>)</figcaption></figure>",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"crossbench report v{}\">\n<title>{}</title>\n<style>{CSS}</style>\n<script>{CHECK_SCRIPT}</script>\n</head><body>",
+        crate::OUTPUT_VERSION,
+        esc(title)
+    );
+}
+
+/// One arm's page at `page`: each of its cells' sections, time series included.
+fn write_arm_page(
+    c: &crate::campaign::CampaignView,
+    a: &crate::campaign::ArmView,
+    out: &Path,
+    page: &Path,
+    opts: PageOptions,
+) -> Result<Vec<Picture>, ReportError> {
+    let dir = page.parent().unwrap_or(out);
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    let plots = out.join("plots").join("arms").join(format!(
+        "{}--{}",
+        plot::slug(&c.name),
+        plot::slug(&a.id)
+    ));
+    let mut s = String::new();
+    head(
+        &mut s,
+        &format!("crossbench report: arm {} of {}", a.id, c.name),
+    );
+    let _ = writeln!(
+        s,
+        "<p><a href=\"{}\">← the report</a></p>\n<h1>Arm {} of campaign {}</h1>\n<p>System {}; {}; {} cell(s): {}.</p>",
+        esc(&relative(dir, &out.join("index.html"))),
+        esc(&a.id),
+        esc(&c.name),
+        esc(&a.system),
+        esc(&a.point.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")),
+        a.cells.len(),
+        esc(&a.outcomes.label())
+    );
+    let mut pictures = Vec::new();
+    for (i, cell) in a.cells.iter().enumerate() {
+        let base = plots.join(format!(
+            "{:02}-{}-timeseries",
+            i + 1,
+            plot::slug(&cell.name())
+        ));
+        let p = plot::timeseries::plot(cell, &base)?;
+        cell_section(&mut s, cell, &p, dir, opts)?;
+        pictures.push(p);
+    }
+    let _ = writeln!(s, "</body></html>");
+    std::fs::write(page, s).map_err(|e| ReportError::io(page, e))?;
+    Ok(pictures)
+}
+
+fn figure(s: &mut String, p: &Picture, out: &Path, opts: PageOptions) -> Result<(), ReportError> {
+    let src = if opts.inline {
+        let bytes = std::fs::read(&p.png).map_err(|e| ReportError::io(&p.png, e))?;
+        format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        )
+    } else {
+        relative(out, &p.png)
+    };
+    let _ = writeln!(
+        s,
+        "<figure><img alt=\"{t}\" src=\"{src}\"><figcaption>{t} (<a href=\"{png}\">PNG</a>, <a href=\"{svg}\">SVG</a>)</figcaption></figure>",
         t = esc(&p.title),
+        src = esc(&src),
         png = esc(&relative(out, &p.png)),
         svg = esc(&relative(out, &p.svg)),
     );
@@ -153,6 +329,7 @@ fn cell_section(
     c: &CellRecord,
     p: &Picture,
     out: &Path,
+    opts: PageOptions,
 ) -> Result<(), ReportError> {
     let r = &c.result;
     // The outcomes the page's style sheet colours.
@@ -215,7 +392,7 @@ fn cell_section(
         })
         .collect();
     let _ = writeln!(s, "<p>Raw files: {}</p>", links.join(" · "));
-    figure(s, p, out)
+    figure(s, p, out, opts)
 }
 
 /// The cell's builds: the loader's (`crossbench`, flagged when dirty) and the system's

@@ -77,12 +77,17 @@ fn faults(svg: &str) -> Vec<String> {
     out
 }
 
+/// Every SVG under `dir`, sub-directories included.
 fn svgs(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
-        .collect();
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            v.extend(svgs(&p));
+        } else if p.extension().is_some_and(|e| e == "svg") {
+            v.push(p);
+        }
+    }
     v.sort();
     v
 }
@@ -95,9 +100,31 @@ fn no_legend_covers_a_plot_and_no_panel_has_too_many_series() {
     let campaign = report::campaign::CampaignView::load(&root).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report");
-    html::write_with(&cells, &[campaign], &out).unwrap();
+    let w = html::write_with(&cells, &[campaign], &out).unwrap();
     let files = svgs(&out.join("plots"));
     assert!(files.len() > 3, "{files:?}");
+    // Organised by arm: a CDF per workload shape, each arm's cells on its own page,
+    // and a main page that links its pictures instead of carrying them.
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.starts_with("findings-latency-cdf-"))
+            .count()
+            >= 4,
+        "{names:?}"
+    );
+    let page = std::fs::read_to_string(&w.index).unwrap();
+    assert!(
+        page.contains("href=\"arms/findings--f1-pgmq-sparse.html\""),
+        "arm pages linked"
+    );
+    assert!(out.join("arms/findings--f1-pgmq-sparse.html").is_file());
+    let size = std::fs::metadata(&w.index).unwrap().len();
+    assert!(size < 1_000_000, "index.html is {size} bytes");
     let mut all = Vec::new();
     let mut legends = 0;
     for f in &files {

@@ -128,8 +128,15 @@ fn plots_and_the_page_are_written_and_self_contained() {
     write_raw(&b, 300);
     write_raw(&v, 900);
     let cells = load_all(&[s(&runs)]).unwrap();
+    // By default the pictures are files beside the page, linked.
+    let linked = html::write(&cells, &tmp.path().join("linked")).unwrap();
+    let page = std::fs::read_to_string(&linked.index).unwrap();
+    assert_eq!(page.matches("<img ").count(), 5);
+    assert_eq!(page.matches("src=\"plots/").count(), 5, "images are files");
+    assert!(!page.contains("data:image"), "nothing inline by default");
+    // With `inline`, one self-contained file.
     let out = tmp.path().join("report");
-    let w = html::write(&cells, &out).unwrap();
+    let w = html::write_page(&cells, &[], &out, html::PageOptions { inline: true }).unwrap();
     // CDF, sweep, and one time series per cell.
     assert_eq!(w.pictures.len(), 2 + 3);
     for p in &w.pictures {

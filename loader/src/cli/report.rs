@@ -98,6 +98,10 @@ pub struct ReportArgs {
     /// Directory for index.html, the tables and the plots.
     #[arg(long, default_value = "report")]
     out: PathBuf,
+    /// Put the pictures inside index.html (one self-contained file, several times
+    /// larger) instead of linking the files written beside it under plots/.
+    #[arg(long)]
+    inline: bool,
 }
 
 fn emit(text: String, out: Option<&PathBuf>) -> anyhow::Result<()> {
@@ -158,7 +162,8 @@ pub fn plot(a: PlotArgs) -> anyhow::Result<crate::cli::exit::Exit> {
 }
 
 pub fn report(a: ReportArgs) -> anyhow::Result<crate::cli::exit::Exit> {
-    let index = commands::report(&a.cells, &a.out).context("building the report")?;
+    let opts = report::html::PageOptions { inline: a.inline };
+    let index = commands::report(&a.cells, &a.out, opts).context("building the report")?;
     println!("wrote {}", index.display());
     Ok(crate::cli::exit::Exit::Pass)
 }
