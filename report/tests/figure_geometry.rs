@@ -145,6 +145,16 @@ fn no_legend_covers_a_plot_and_no_panel_has_too_many_series() {
     assert!(all.is_empty(), "{} faults:\n{}", all.len(), all.join("\n"));
 }
 
+/// The findings' forest plot that docs/findings.md shows keeps the rules too.
+#[test]
+fn the_findings_forest_keeps_its_legend_off_the_rows() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/findings-forest.svg");
+    let svg = std::fs::read_to_string(&f).unwrap();
+    assert_eq!(rects(&svg, &hex(LEGEND_BORDER)).len(), 1, "one legend");
+    assert_eq!(rects(&svg, &hex(FRAME)).len(), 1, "one plotting area");
+    assert_eq!(faults(&svg), Vec::<String>::new());
+}
+
 /// The checks see what they are meant to: a legend drawn over the plot, and a legend
 /// of too many entries, are both caught.
 #[test]

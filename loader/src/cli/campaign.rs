@@ -205,7 +205,27 @@ pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
     if let Some(o) = &a.out {
         command.push_str(&format!(" --out {}", o.display()));
     }
-    let text = report::findings::render(&sittings, &cf.findings, &command)
+    // The forest plot beside the page: <page>-forest.svg and .png.
+    let forest = match &a.out {
+        Some(p) => {
+            let stem = p
+                .file_stem()
+                .map_or("findings".to_string(), |s| s.to_string_lossy().into_owned());
+            let base = p.with_file_name(format!("{stem}-forest"));
+            let rows = report::findings::forest::rows(&sittings, &cf.findings)
+                .map_err(crate::cli::BadInput)?;
+            report::plot::forest::plot(
+                &rows,
+                "The findings: each ratio with its interval, per sitting",
+                report::findings::forest::WORDS,
+                &base,
+            )
+            .with_context(|| format!("drawing {}", base.display()))?;
+            Some(format!("{stem}-forest.svg"))
+        }
+        None => None,
+    };
+    let text = report::findings::render(&sittings, &cf.findings, &command, forest.as_deref())
         .map_err(crate::cli::BadInput)?;
     match &a.out {
         Some(p) => {

@@ -264,8 +264,10 @@ pub(crate) fn legend_layout(entries: &[(&str, RGBColor)], w: u32, h: u32) -> Leg
     let columns = entries.len().div_ceil(rows_fit);
     let rows = entries.len().div_ceil(columns);
     let budget = (w as f64 * 0.4) as u32 / columns as u32;
-    let want =
-        (longest as f64 * LEGEND_CHAR_W) as u32 + LEGEND_SWATCH as u32 + 2 * LEGEND_PAD as u32;
+    let want = (longest as f64 * LEGEND_CHAR_W).ceil() as u32
+        + 1
+        + LEGEND_SWATCH as u32
+        + 2 * LEGEND_PAD as u32;
     let column_width = want.min(budget).max(60);
     let chars = ((column_width as f64 - (LEGEND_SWATCH + 2 * LEGEND_PAD) as f64) / LEGEND_CHAR_W)
         .max(3.0) as usize;
@@ -288,7 +290,7 @@ fn fit(label: &str, chars: usize) -> String {
     s
 }
 
-fn draw_legend<DB: DrawingBackend>(
+pub(crate) fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     l: &LegendLayout,
     entries: &[(&str, RGBColor)],

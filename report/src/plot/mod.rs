@@ -6,6 +6,7 @@
 pub mod cdf;
 pub mod chart;
 pub mod font;
+pub mod forest;
 pub mod sweep;
 pub mod timeseries;
 
