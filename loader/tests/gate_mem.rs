@@ -91,6 +91,16 @@ fn tied_legs_with_a_50_percent_regression_at_5_pairs_one_sided_exit_6() {
         "{:?}",
         rec.reasons
     );
+    // The picture beside summary.md: a row per metric with a ratio, its legend beside
+    // the rows, never over them; the regressions drawn in the regression colour.
+    let svg = std::fs::read_to_string(dir.join("gate.svg")).unwrap();
+    assert!(dir.join("gate.png").is_file());
+    assert_eq!(report::plot::geometry::legends(&svg).len(), 1, "one legend");
+    assert_eq!(report::plot::geometry::faults(&svg), Vec::<String>::new());
+    let rows = rec.forest_rows();
+    assert!(rows.iter().any(|r| r.label.starts_with("e2e_p50_a")
+        && r.verdict == report::plot::forest::Verdict::DoesNotHold));
+    assert!(svg.contains("e2e_p50_a"), "the metric's row is labelled");
 }
 
 /// The same gate asked for a two-sided test at 5 pairs: the exact test's smallest p

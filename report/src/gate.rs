@@ -615,6 +615,14 @@ pub enum Verdict {
     CandidateFail,
 }
 
+/// The legend's words for a gate's picture.
+pub const PICTURE_WORDS: crate::plot::forest::Words = [
+    "pass (or improvement)",
+    "regression",
+    "inconclusive",
+    "unstable or no data",
+];
+
 /// gate.json's schema: 2 since the paired test (1 had an unpaired median test and
 /// `low_confidence`).
 pub const SCHEMA_VERSION: u32 = 2;
@@ -770,6 +778,41 @@ impl GateRecord {
     }
 
     /// A Markdown summary (for `$GITHUB_STEP_SUMMARY`).
+    /// The gate as a forest plot's rows: each metric's candidate ÷ baseline ratio with
+    /// its interval (a bound the pairs cannot give is drawn to the estimate), the τ
+    /// band round 1 shaded, the verdict the colour. A metric with no ratio is left
+    /// out.
+    pub fn forest_rows(&self) -> Vec<crate::plot::forest::Row> {
+        use crate::plot::forest::{Row, Side, Verdict as V};
+        self.metrics
+            .iter()
+            .filter_map(|m| {
+                let i = m.ratio.as_ref()?;
+                let bound = |b: f64| {
+                    if b.is_finite() && b > 0.0 {
+                        b
+                    } else {
+                        i.estimate
+                    }
+                };
+                Some(Row {
+                    label: format!("{} (τ {:.0} %)", m.metric, m.tau * 100.0),
+                    estimate: i.estimate,
+                    low: bound(i.low),
+                    high: bound(i.high),
+                    side: Side::Within(1.0 - m.tau, 1.0 + m.tau),
+                    published: None,
+                    verdict: match m.verdict {
+                        MetricVerdict::Pass | MetricVerdict::Improvement => V::Holds,
+                        MetricVerdict::Regression => V::DoesNotHold,
+                        MetricVerdict::Inconclusive => V::Inconclusive,
+                        MetricVerdict::Unstable | MetricVerdict::NoData => V::NotJudged,
+                    },
+                })
+            })
+            .collect()
+    }
+
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(

@@ -813,6 +813,14 @@ fn write_outputs(req: &GateRequest, dir: &Path, r: &GateRecord) -> anyhow::Resul
     }
     let md = r.markdown();
     std::fs::write(dir.join("summary.md"), &md)?;
+    // The picture beside it (gate.png, gate.svg), for a CI job to attach.
+    report::plot::forest::plot(
+        &r.forest_rows(),
+        "Gate: candidate ÷ baseline per metric, τ band shaded",
+        report::gate::PICTURE_WORDS,
+        &dir.join("gate"),
+    )
+    .context("drawing gate.png")?;
     if let Some(p) = &req.markdown {
         std::fs::write(p, &md).with_context(|| format!("writing {}", p.display()))?;
     } else if let Some(p) = std::env::var_os("GITHUB_STEP_SUMMARY") {

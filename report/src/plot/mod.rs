@@ -7,6 +7,7 @@ pub mod cdf;
 pub mod chart;
 pub mod font;
 pub mod forest;
+pub mod geometry;
 pub mod sweep;
 pub mod timeseries;
 
