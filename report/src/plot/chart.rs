@@ -141,16 +141,27 @@ pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let Some(((x0, x1), (y0, y1))) = bounds(&p.series, p.log_y) else {
-        area.draw(&Text::new(
-            format!("{}: no data", p.title),
-            (20, 20),
-            (FAMILY, 16).into_font(),
-        ))?;
-        return Ok(());
-    };
-    // Colours by legend entry; a faint series (a repeat behind its median) takes the
-    // colour of the entry after it.
+    draw_aligned(area, p, 0)
+}
+
+/// The legend entries of `p`: each labelled series not drawn faint, in its colour.
+fn legend_entries(p: &Panel) -> Vec<(&str, RGBColor)> {
+    p.series
+        .iter()
+        .zip(colours(p))
+        .filter(|(s, _)| !s.faint && !s.label.is_empty())
+        .map(|(s, c)| (s.label.as_str(), c))
+        .collect()
+}
+
+/// The width the legend of `p` takes on an area of `w` × `h` pixels.
+pub fn legend_width(p: &Panel, w: u32, h: u32) -> u32 {
+    legend_layout(&legend_entries(p), w, h).width
+}
+
+/// Each series' colour: by legend entry; a faint series (a repeat behind its median)
+/// takes the colour of the entry after it.
+fn colours(p: &Panel) -> Vec<RGBColor> {
     let mut colours = vec![PALETTE[0]; p.series.len()];
     let mut following = p.entries().saturating_sub(1);
     let mut entry = p.entries();
@@ -161,19 +172,48 @@ pub fn draw<DB: DrawingBackend>(
         }
         colours[i] = PALETTE[following % MAX_SERIES];
     }
-    let entries: Vec<(&str, RGBColor)> = p
-        .series
-        .iter()
-        .zip(&colours)
-        .filter(|(s, _)| !s.faint && !s.label.is_empty())
-        .map(|(s, c)| (s.label.as_str(), *c))
-        .collect();
+    colours
+}
+
+/// [`draw`], the legend's column at least `legend_min` pixels wide, so that panels
+/// stacked in one picture share one x extent.
+pub fn draw_aligned<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    legend_min: u32,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let Some(((x0, x1), (y0, y1))) = bounds(&p.series, p.log_y) else {
+        area.draw(&Text::new(
+            format!("{}: no data", p.title),
+            (20, 20),
+            (FAMILY, 16).into_font(),
+        ))?;
+        return Ok(());
+    };
+    // Markers (a sweep's points) are kept off the frame's edges.
+    let (x0, x1) = if p.markers {
+        let pad = (x1 - x0) * 0.03;
+        (x0 - pad, x1 + pad)
+    } else {
+        (x0, x1)
+    };
+    let colours = colours(p);
+    let entries = legend_entries(p);
     let (w, h) = area.dim_in_pixel();
     let legend = legend_layout(&entries, w, h);
-    let (plot_area, legend_area) = area.split_horizontally(w.saturating_sub(legend.width));
+    let (plot_area, legend_area) =
+        area.split_horizontally(w.saturating_sub(legend.width.max(legend_min)));
+    // The title left-aligned over the whole panel (a caption centred on the plotting
+    // area alone would run off its left edge), cut to the panel's width.
+    let title_chars = ((w as f64 - 24.0) / 8.5).max(10.0) as usize;
+    area.draw(&Text::new(
+        fit(&p.title, title_chars),
+        (12, 8),
+        (FAMILY, 17).into_font(),
+    ))?;
     let mut chart = ChartBuilder::on(&plot_area)
-        .caption(p.title.as_str(), (FAMILY, 17))
         .margin(12)
+        .margin_top(36)
         .x_label_area_size(40)
         .y_label_area_size(64)
         .build_cartesian_2d(x0..x1, y0..y1)?;
@@ -280,13 +320,20 @@ pub(crate) fn legend_layout(entries: &[(&str, RGBColor)], w: u32, h: u32) -> Leg
     }
 }
 
-/// `label` cut to `chars` characters, the last one "…" when cut.
-fn fit(label: &str, chars: usize) -> String {
-    if label.chars().count() <= chars {
+/// `label` cut to `chars` characters by taking out its middle ("…" in its place): a
+/// label's start names the system and its end the figure (p50, p99, the repeats), so
+/// both stay.
+pub(crate) fn fit(label: &str, chars: usize) -> String {
+    let n = label.chars().count();
+    if n <= chars {
         return label.to_string();
     }
-    let mut s: String = label.chars().take(chars.saturating_sub(1)).collect();
+    let keep = chars.saturating_sub(1);
+    let head = keep * 2 / 5;
+    let tail = keep - head;
+    let mut s: String = label.chars().take(head).collect();
     s.push('…');
+    s.extend(label.chars().skip(n - tail));
     s
 }
 
@@ -298,7 +345,7 @@ pub(crate) fn draw_legend<DB: DrawingBackend>(
     if entries.is_empty() {
         return Ok(());
     }
-    let top = 36; // below the panel's caption, level with the plotting area
+    let top = 36; // below the panel's title, level with the plotting area
     let box_w = l.column_width as i32 * l.columns as i32;
     let box_h = l.rows as i32 * LEGEND_ROW_H + LEGEND_PAD;
     area.draw(&Rectangle::new(
@@ -320,4 +367,35 @@ pub(crate) fn draw_legend<DB: DrawingBackend>(
         ))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_label_keeps_its_start_and_its_end() {
+        let l = "pgmq/read_grouped_head/delete [default] P=100 lanes=100 p50";
+        let f = fit(l, 30);
+        assert_eq!(f.chars().count(), 30, "{f}");
+        assert!(
+            f.starts_with("pgmq/read_") && f.ends_with("lanes=100 p50"),
+            "{f}"
+        );
+        assert_eq!(fit("short", 30), "short");
+    }
+
+    #[test]
+    fn a_tall_legend_takes_more_columns_and_never_half_the_panel() {
+        let entries: Vec<(&str, RGBColor)> = (0..12).map(|_| ("a label", PALETTE[0])).collect();
+        let one = legend_layout(&entries, 900, 450);
+        assert_eq!((one.columns, one.rows), (1, 12));
+        let two = legend_layout(&entries, 900, 150);
+        assert!(two.columns > 1, "{two:?}");
+        assert!(two.rows * two.columns >= 12);
+        let label = "a very long label that would take most of the panel if it could";
+        let long: Vec<(&str, RGBColor)> = vec![(label, PALETTE[1]), (label, PALETTE[2])];
+        let l = legend_layout(&long, 900, 450);
+        assert!(l.width <= 900 * 2 / 5 + 16, "{l:?}");
+    }
 }

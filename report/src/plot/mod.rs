@@ -110,6 +110,13 @@ pub fn render(
     let per_panel = size.1 / panels.len().max(1) as u32;
     let size = (size.0, per_panel * faceted.len().max(1) as u32);
     let panels = faceted.as_slice();
+    // One legend width for every panel, so that stacked panels share an x extent.
+    let panel_h = size.1 / panels.len().max(1) as u32;
+    let legend_min = panels
+        .iter()
+        .map(|p| chart::legend_width(p, size.0, panel_h))
+        .max()
+        .unwrap_or(0);
     let png = base.with_extension("png");
     let svg = base.with_extension("svg");
     if let Some(parent) = base.parent() {
@@ -119,7 +126,7 @@ pub fn render(
         let root = BitMapBackend::new(&png, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_err(&png, e))?;
         for (area, p) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
-            chart::draw(area, p).map_err(|e| plot_err(&png, e))?;
+            chart::draw_aligned(area, p, legend_min).map_err(|e| plot_err(&png, e))?;
         }
         root.present().map_err(|e| plot_err(&png, e))?;
     }
@@ -127,7 +134,7 @@ pub fn render(
         let root = SVGBackend::new(&svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_err(&svg, e))?;
         for (area, p) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
-            chart::draw(area, p).map_err(|e| plot_err(&svg, e))?;
+            chart::draw_aligned(area, p, legend_min).map_err(|e| plot_err(&svg, e))?;
         }
         root.present().map_err(|e| plot_err(&svg, e))?;
     }

@@ -62,10 +62,17 @@ fn draw(cells: &[&CellRecord], base: &Path, axis: Axis) -> Result<Picture, Repor
         let (Some(p50), Some(p99)) = (c.e2e(50), c.e2e(99)) else {
             continue;
         };
+        // The tier is named when it is not the default, to keep the legend's labels
+        // short enough to be read whole.
+        let t = tier(c);
         let key = format!(
-            "{} [{}] P={} lanes={}",
+            "{}{} P={} lanes={}",
             c.system_label(),
-            tier(c),
+            if t == "default" {
+                String::new()
+            } else {
+                format!(" [{t}]")
+            },
             c.result.workload.properties,
             c.ordered_lanes()
         );
@@ -135,5 +142,5 @@ fn draw(cells: &[&CellRecord], base: &Path, axis: Axis) -> Result<Picture, Repor
         x_labels: 10,
         markers: true,
     };
-    render(&[panel], (900, 450), base, "Latency vs offered rate")
+    render(&[panel], (1100, 450), base, "Latency vs offered rate")
 }
