@@ -217,3 +217,101 @@ fn report_subcommands_refuse_bad_input_with_exit_2() {
         );
     }
 }
+
+/// The report of a whole campaign (`results/campaigns/findings`, 100 real cells), as
+/// a person opens it: the main page (organised by arm, its pictures linked files),
+/// one arm's page, and the findings' forest plot, each rendered in headless Chromium
+/// with every image decoded and no script error. With `CROSSBENCH_KEEP_REPORT=<dir>`
+/// the screenshots are kept there (docs/report.md shows them).
+#[test]
+fn a_campaign_report_renders_in_headless_chromium() {
+    if !Path::new(CHROMIUM).is_file() {
+        support::unavailable(
+            &format!("{CHROMIUM} missing"),
+            "run scripts/provision/chromium.sh",
+        );
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .arg("report")
+        .arg(root.join("results/campaigns/findings"))
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "crossbench report: {status:?}");
+    let index = out.join("index.html").canonicalize().unwrap();
+    let arm = out
+        .join("arms/findings--f1-pgmq-sparse.html")
+        .canonicalize()
+        .unwrap();
+    let forest = root
+        .join("docs/findings-forest.svg")
+        .canonicalize()
+        .unwrap();
+    let profile = tmp.path().join("chromium-profile");
+    let mut shots = Vec::new();
+    for (page, name, size, html) in [
+        (&index, "report-campaign-top.png", "1280,1400", true),
+        (&arm, "report-arm-page.png", "1280,1400", true),
+        (
+            &forest,
+            "findings-forest-in-chromium.png",
+            "1040,420",
+            false,
+        ),
+    ] {
+        let shot = tmp.path().join(name);
+        let o = chromium(
+            &[
+                &format!("--window-size={size}"),
+                &format!("--screenshot={}", shot.display()),
+            ],
+            page,
+            &profile,
+        );
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let png = std::fs::read(&shot).expect("screenshot written");
+        // A blank page of that size is a few kilobytes.
+        assert!(
+            png.len() > 15_000,
+            "{name}: a screenshot of {} bytes, a blank page?",
+            png.len()
+        );
+        if html {
+            let text = std::fs::read_to_string(page).unwrap();
+            let images = text.matches("<img ").count();
+            assert!(images > 0, "{name}: no picture");
+            let o = chromium(&["--dump-dom"], page, &profile);
+            let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+            let body = dom
+                .split("<body")
+                .nth(1)
+                .and_then(|b| b.split('>').next())
+                .expect("a <body> in the rendered DOM");
+            assert_eq!(attr(body, "data-script-errors"), Some(0), "{name}: {body}");
+            assert_eq!(attr(body, "data-images-broken"), Some(0), "{name}: {body}");
+            assert_eq!(
+                attr(body, "data-images-ok"),
+                Some(images as u64),
+                "{name}: {body}"
+            );
+        }
+        shots.push(shot);
+    }
+    if let Ok(keep) = std::env::var("CROSSBENCH_KEEP_REPORT") {
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        for s in &shots {
+            std::fs::copy(s, keep.join(s.file_name().unwrap())).unwrap();
+        }
+    }
+}

@@ -278,17 +278,27 @@ fn write_arm_page(
     );
     let _ = writeln!(
         s,
-        "<p><a href=\"{}\">← the report</a></p>\n<h1>Arm {} of campaign {}</h1>\n<p>System {}; {}; {} cell(s): {}.</p>",
+        "<p><a href=\"{}\">← the report</a></p>\n<h1>Arm {} of campaign {}</h1>\n<p>System {}{}; {} cell(s): {}.</p>",
         esc(&relative(dir, &out.join("index.html"))),
         esc(&a.id),
         esc(&c.name),
         esc(&a.system),
-        esc(&a.point.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")),
+        if a.point.is_empty() {
+            String::new()
+        } else {
+            let point: Vec<String> = a.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("; {}", esc(&point.join(", ")))
+        },
         a.cells.len(),
         esc(&a.outcomes.label())
     );
     let mut pictures = Vec::new();
     for (i, cell) in a.cells.iter().enumerate() {
+        let repeat = cell.dir.file_name().map_or_else(
+            || format!("{}", i + 1),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let _ = writeln!(s, "<h2>Repeat {}</h2>", esc(&repeat));
         let base = plots.join(format!(
             "{:02}-{}-timeseries",
             i + 1,

@@ -130,13 +130,15 @@ fn draw<DB: DrawingBackend>(
         ))?;
         return Ok(());
     }
-    let entries: Vec<(&str, RGBColor)> = vec![
+    let mut entries: Vec<(&str, RGBColor)> = vec![
         (words[0], Verdict::Holds.colour()),
         (words[1], Verdict::DoesNotHold.colour()),
         (words[2], Verdict::Inconclusive.colour()),
         (words[3], Verdict::NotJudged.colour()),
-        ("published ratio (×)", BLACK),
     ];
+    if rows.iter().any(|r| r.published.is_some()) {
+        entries.push(("published ratio (×)", BLACK));
+    }
     let (w, h) = area.dim_in_pixel();
     let legend = legend_layout(&entries, w, h.max(200));
     let (plot_area, legend_area) = area.split_horizontally(w.saturating_sub(legend.width));
