@@ -60,6 +60,40 @@ fn attr(body: &str, name: &str) -> Option<u64> {
     body[i..].split('"').next()?.parse().ok()
 }
 
+/// `page`'s DOM as headless Chromium rendered it, after checking what the page's
+/// load handler marked on `<body>`: no script error, no broken image, and `images`
+/// images decoded.
+fn rendered(page: &Path, profile: &Path, images: usize, name: &str) -> String {
+    let o = chromium(&["--dump-dom"], page, profile);
+    assert!(
+        o.status.success(),
+        "{name}: dump-dom: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .expect("a <body> in the rendered DOM");
+    assert_eq!(
+        attr(body, "data-script-errors"),
+        Some(0),
+        "{name}: script errors: {body}"
+    );
+    assert_eq!(
+        attr(body, "data-images-broken"),
+        Some(0),
+        "{name}: broken images: {body}"
+    );
+    assert_eq!(
+        attr(body, "data-images-ok"),
+        Some(images as u64),
+        "{name}: decoded images: {body}"
+    );
+    dom
+}
+
 #[test]
 fn report_of_real_cells_renders_in_headless_chromium() {
     if !Path::new(CHROMIUM).is_file() {
@@ -133,33 +167,7 @@ fn report_of_real_cells_renders_in_headless_chromium() {
         png.len()
     );
 
-    let o = chromium(&["--dump-dom"], &page, &profile);
-    assert!(
-        o.status.success(),
-        "dump-dom: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
-    let body = dom
-        .split("<body")
-        .nth(1)
-        .and_then(|b| b.split('>').next())
-        .expect("a <body> in the rendered DOM");
-    assert_eq!(
-        attr(body, "data-script-errors"),
-        Some(0),
-        "script errors: {body}"
-    );
-    assert_eq!(
-        attr(body, "data-images-broken"),
-        Some(0),
-        "broken images: {body}"
-    );
-    assert_eq!(
-        attr(body, "data-images-ok"),
-        Some(images as u64),
-        "decoded images: {body}"
-    );
+    let dom = rendered(&page, &profile, images, "the report");
     assert!(!dom.contains("data-broken=\"1\""));
     for h in ["Cost to serve", "Ceiling", "Cardinality and the cost model"] {
         assert!(dom.contains(&format!("<h3>{h}</h3>")), "table {h} rendered");
@@ -290,20 +298,7 @@ fn a_campaign_report_renders_in_headless_chromium() {
             let text = std::fs::read_to_string(page).unwrap();
             let images = text.matches("<img ").count();
             assert!(images > 0, "{name}: no picture");
-            let o = chromium(&["--dump-dom"], page, &profile);
-            let dom = String::from_utf8_lossy(&o.stdout).into_owned();
-            let body = dom
-                .split("<body")
-                .nth(1)
-                .and_then(|b| b.split('>').next())
-                .expect("a <body> in the rendered DOM");
-            assert_eq!(attr(body, "data-script-errors"), Some(0), "{name}: {body}");
-            assert_eq!(attr(body, "data-images-broken"), Some(0), "{name}: {body}");
-            assert_eq!(
-                attr(body, "data-images-ok"),
-                Some(images as u64),
-                "{name}: {body}"
-            );
+            rendered(page, &profile, images, name);
         }
         shots.push(shot);
     }

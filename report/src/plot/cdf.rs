@@ -64,17 +64,25 @@ pub fn plot(cells: &[&CellRecord], base: &Path) -> Result<Picture, ReportError> 
             lines.push(s);
         }
     }
-    let panel = Panel {
-        title: "End-to-end latency CDF (rated window, flows A+B)".into(),
+    let panel = cdf_panel(
+        "End-to-end latency CDF (rated window, flows A+B)".into(),
+        lines,
+    );
+    render(&[panel], (900, 450), base, "Latency CDF")
+}
+
+/// A CDF panel: percentiles on the nines axis, e2e latency on a log axis.
+fn cdf_panel(title: String, series: Vec<Series>) -> Panel {
+    Panel {
+        title,
         x_label: "percentile".into(),
         y_label: "e2e latency (ms, log)".into(),
         log_y: true,
-        series: lines,
+        series,
         x_fmt: nines,
         x_labels: 6,
         markers: false,
-    };
-    render(&[panel], (900, 450), base, "Latency CDF")
+    }
 }
 
 /// One arm's repeats: its name and its cells.
@@ -111,16 +119,10 @@ pub fn plot_arms(arms: &[Arm<'_>], title: &str, base: &Path) -> Result<Picture, 
             faint: false,
         });
     }
-    let panel = Panel {
-        title: format!("e2e latency CDF, {title}: median of repeats per arm, repeats faint"),
-        x_label: "percentile".into(),
-        y_label: "e2e latency (ms, log)".into(),
-        log_y: true,
-        series: lines,
-        x_fmt: nines,
-        x_labels: 6,
-        markers: false,
-    };
+    let panel = cdf_panel(
+        format!("e2e latency CDF, {title}: median of repeats per arm, repeats faint"),
+        lines,
+    );
     render(&[panel], (900, 420), base, &format!("Latency CDF: {title}"))
 }
 
