@@ -60,6 +60,31 @@ fn attr(body: &str, name: &str) -> Option<u64> {
     body[i..].split('"').next()?.parse().ok()
 }
 
+/// A screenshot of `page` at `size` ("w,h") into `shot`, a PNG of more than
+/// `min_bytes` (a blank page is a few kilobytes).
+fn screenshot(page: &Path, profile: &Path, size: &str, shot: &Path, min_bytes: usize, name: &str) {
+    let o = chromium(
+        &[
+            &format!("--window-size={size}"),
+            &format!("--screenshot={}", shot.display()),
+        ],
+        page,
+        profile,
+    );
+    assert!(
+        o.status.success(),
+        "{name}: screenshot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let png = std::fs::read(shot).expect("screenshot written");
+    assert_eq!(&png[1..4], b"PNG", "{name}");
+    assert!(
+        png.len() > min_bytes,
+        "{name}: a screenshot of {} bytes, a blank page?",
+        png.len()
+    );
+}
+
 /// `page`'s DOM as headless Chromium rendered it, after checking what the page's
 /// load handler marked on `<body>`: no script error, no broken image, and `images`
 /// images decoded.
@@ -146,26 +171,7 @@ fn report_of_real_cells_renders_in_headless_chromium() {
 
     let profile = tmp.path().join("chromium-profile");
     let shot = tmp.path().join("report.png");
-    let o = chromium(
-        &[
-            "--window-size=1280,4000",
-            &format!("--screenshot={}", shot.display()),
-        ],
-        &page,
-        &profile,
-    );
-    assert!(
-        o.status.success(),
-        "screenshot: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let png = std::fs::read(&shot).expect("screenshot written");
-    assert_eq!(&png[1..4], b"PNG");
-    assert!(
-        png.len() > 50_000,
-        "screenshot of {} bytes: a blank page?",
-        png.len()
-    );
+    screenshot(&page, &profile, "1280,4000", &shot, 50_000, "the report");
 
     let dom = rendered(&page, &profile, images, "the report");
     assert!(!dom.contains("data-broken=\"1\""));
@@ -274,26 +280,7 @@ fn a_campaign_report_renders_in_headless_chromium() {
         ),
     ] {
         let shot = tmp.path().join(name);
-        let o = chromium(
-            &[
-                &format!("--window-size={size}"),
-                &format!("--screenshot={}", shot.display()),
-            ],
-            page,
-            &profile,
-        );
-        assert!(
-            o.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let png = std::fs::read(&shot).expect("screenshot written");
-        // A blank page of that size is a few kilobytes.
-        assert!(
-            png.len() > 15_000,
-            "{name}: a screenshot of {} bytes, a blank page?",
-            png.len()
-        );
+        screenshot(page, &profile, size, &shot, 15_000, name);
         if html {
             let text = std::fs::read_to_string(page).unwrap();
             let images = text.matches("<img ").count();
