@@ -296,15 +296,16 @@ pub(crate) struct StreamCounts {
 /// Gap ranges kept per stream as examples.
 pub const MAX_GAP_EXAMPLES: usize = 20;
 
-/// Append to `out` (up to [`MAX_GAP_EXAMPLES`] in all) the ranges of `[lo, hi]` in
-/// none of `sets` (each sorted, disjoint, closed intervals).
-fn missing_ranges(prop: u64, lo: i64, hi: i64, sets: &[&[(i64, i64)]], out: &mut Vec<GapRange>) {
-    if out.len() >= MAX_GAP_EXAMPLES {
-        return;
-    }
+/// Record the gaps of `prop`, the ranges of `[lo, hi]` in none of `sets` (each sorted,
+/// disjoint, closed intervals), in one pass: every one in `c.gap_ranges`, the first
+/// [`MAX_GAP_EXAMPLES`] of the stream in `c.gap_examples`.
+fn note_gaps(prop: u64, lo: i64, hi: i64, sets: &[&[(i64, i64)]], c: &mut StreamCounts) {
+    let (examples, ranges) = (&mut c.gap_examples, &mut c.gap_ranges);
     for_missing(lo, hi, sets, |from, to| {
-        out.push(GapRange { prop, from, to });
-        out.len() < MAX_GAP_EXAMPLES
+        if examples.len() < MAX_GAP_EXAMPLES {
+            examples.push(GapRange { prop, from, to });
+        }
+        ranges.push(prop, from, to)
     });
 }
 
@@ -719,9 +720,7 @@ fn judge_prop(
                 let gaps = range_len(base, f) - count_in(seen, base, f);
                 c.gaps = c.gaps.saturating_add(gaps);
                 if gaps > 0 {
-                    missing_ranges(prop, base, f, &[seen], &mut c.gap_examples);
-                    let r = &mut c.gap_ranges;
-                    for_missing(base, f, &[seen], |a, b| r.push(prop, a, b));
+                    note_gaps(prop, base, f, &[seen], c);
                 }
             }
         }
@@ -749,9 +748,7 @@ fn judge_prop(
             );
             c.gaps = c.gaps.saturating_add(req.saturating_sub(got));
             if req > got {
-                missing_ranges(prop, base, hi, &[seen, ind, fail], &mut c.gap_examples);
-                let r = &mut c.gap_ranges;
-                for_missing(base, hi, &[seen, ind, fail], |a, b| r.push(prop, a, b));
+                note_gaps(prop, base, hi, &[seen, ind, fail], c);
             }
             // No tail above a frontier of i64::MAX.
             if let Some(tail_lo) = hi.max(base - 1).checked_add(1) {
@@ -1104,7 +1101,7 @@ mod fuzz {
 
         /// The missing ranges are exactly the seqs of the range in none of the sets.
         #[test]
-        fn missing_ranges_are_the_complement(
+        fn the_gaps_noted_are_the_complement(
             seen in prop::collection::vec(0i64..60, 0..30),
             other in prop::collection::vec(0i64..60, 0..10),
             lo in 0i64..30,
@@ -1121,15 +1118,20 @@ mod fuzz {
                 s
             };
             let (a, b) = (set(&seen), set(&other));
-            let mut out = Vec::new();
-            missing_ranges(7, lo, hi, &[a.as_slice(), b.as_slice()], &mut out);
+            let mut c = StreamCounts::default();
+            note_gaps(7, lo, hi, &[a.as_slice(), b.as_slice()], &mut c);
+            let out = &c.gap_examples;
             let expect: Vec<i64> = (lo..=hi).filter(|x| !seen.contains(x) && !other.contains(x)).collect();
             let got: Vec<i64> = out.iter().flat_map(|g| { assert_eq!(g.prop, 7); g.from..=g.to }).collect();
             if expect.len() <= 200 && out.len() < MAX_GAP_EXAMPLES {
-                prop_assert_eq!(got, expect);
+                prop_assert_eq!(got, expect.clone());
             } else {
                 prop_assert!(got.iter().all(|x| expect.contains(x)));
             }
+            // The ranges, uncapped, hold every missing seq once.
+            let mut losses = crate::lost::FlowLosses::default();
+            losses.add("A", &c.gap_ranges);
+            prop_assert_eq!(losses.distinct(), Some(expect.len() as u64));
         }
 
         /// Every byte value after 0 to 8 digits: the count stops at the first non-digit.
