@@ -22,6 +22,7 @@ mod meta;
 mod scan;
 pub mod synth;
 
+pub use lost::{union_len, Range};
 pub use meta::{
     parse_produced, read_produced, reference_streams, Failed, Indeterminate, MetaFormat, Produced,
     ProducedFlow,

@@ -40,7 +40,7 @@ impl LostRanges {
 }
 
 /// `(property, from, to)`: seqs `from..=to` of a property.
-type Range = (u64, i64, i64);
+pub type Range = (u64, i64, i64);
 
 /// The missing ranges of every stream of each flow (and whether a stream had more
 /// than are kept), and the distinct count they give.
@@ -73,8 +73,8 @@ impl<'a> FlowLosses<'a> {
     }
 }
 
-/// The number of distinct (property, seq) in the union of closed ranges.
-pub(crate) fn union_len(v: &mut [Range]) -> u64 {
+/// The number of distinct (property, seq) in the union of closed ranges (sorts `v`).
+pub fn union_len(v: &mut [Range]) -> u64 {
     v.sort_unstable();
     let mut total = 0u64;
     let mut cur: Option<Range> = None;

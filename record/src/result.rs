@@ -501,54 +501,32 @@ impl Verdict {
         if let Some(n) = self.totals.lost_messages {
             return Some(n);
         }
-        let complete = self.streams.iter().all(|s| {
-            s.lost_tail == 0
-                && s.gap_examples
-                    .iter()
-                    .map(|g| span(g.from, g.to))
-                    .sum::<u64>()
-                    == s.gaps
-        });
+        // Each stream's examples, as the checker's ranges; complete when they are as
+        // many seqs as its gaps and it lost no tail.
+        let examples = |s: &VerdictStream| -> Vec<checker::Range> {
+            s.gap_examples
+                .iter()
+                .map(|g| (g.prop, g.from, g.to))
+                .collect()
+        };
+        let complete = self
+            .streams
+            .iter()
+            .all(|s| s.lost_tail == 0 && checker::union_len(&mut examples(s)) == s.gaps);
         if !complete {
             return None;
         }
-        let mut ranges: Vec<(&str, u64, i64, i64)> = self
-            .streams
-            .iter()
-            .flat_map(|s| {
-                s.gap_examples
-                    .iter()
-                    .map(|g| (s.flow.as_str(), g.prop, g.from, g.to))
-            })
-            .filter(|r| r.2 <= r.3)
-            .collect();
-        ranges.sort_unstable();
-        // The union's size: merge the overlapping ranges of each (flow, key).
-        let mut total = 0u64;
-        let mut cur: Option<(&str, u64, i64, i64)> = None;
-        for r in ranges {
-            match cur {
-                Some(c) if (c.0, c.1) == (r.0, r.1) && r.2 <= c.3.saturating_add(1) => {
-                    cur = Some((c.0, c.1, c.2, c.3.max(r.3)));
-                }
-                _ => {
-                    if let Some(c) = cur {
-                        total = total.saturating_add(span(c.2, c.3));
-                    }
-                    cur = Some(r);
-                }
-            }
+        // A message keeps its (key, seq) on every hop of its flow: the union per flow.
+        let mut flows: std::collections::BTreeMap<&str, Vec<checker::Range>> =
+            std::collections::BTreeMap::new();
+        for s in &self.streams {
+            flows
+                .entry(s.flow.as_str())
+                .or_default()
+                .extend(examples(s));
         }
-        if let Some(c) = cur {
-            total = total.saturating_add(span(c.2, c.3));
-        }
-        Some(total)
+        Some(flows.values_mut().map(|v| checker::union_len(v)).sum())
     }
-}
-
-/// The number of seqs in `from..=to`.
-fn span(from: i64, to: i64) -> u64 {
-    (i128::from(to) - i128::from(from) + 1).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
