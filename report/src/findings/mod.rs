@@ -374,23 +374,17 @@ fn lost_messages(arms: &[&ArmView]) -> String {
     let per_arm: Vec<String> = arms
         .iter()
         .map(|arm| {
-            let counts: Vec<String> = arm
-                .cells
-                .iter()
-                .filter(|c| matches!(c.result.outcome, Outcome::Pass | Outcome::Fail))
-                .map(|c| {
-                    c.result
-                        .verdict
-                        .lost_messages()
-                        .map_or("not counted".to_string(), |n| n.to_string())
-                })
-                .collect();
-            let total: Option<u64> = arm
+            let per_run: Vec<Option<u64>> = arm
                 .cells
                 .iter()
                 .filter(|c| matches!(c.result.outcome, Outcome::Pass | Outcome::Fail))
                 .map(|c| c.result.verdict.lost_messages())
-                .sum();
+                .collect();
+            let counts: Vec<String> = per_run
+                .iter()
+                .map(|n| n.map_or("not counted".to_string(), |n| n.to_string()))
+                .collect();
+            let total: Option<u64> = per_run.iter().copied().sum();
             format!(
                 "`{}` {}{}",
                 arm.id,
