@@ -134,29 +134,20 @@ fn bounds(series: &[Series], log_y: bool) -> Option<((f64, f64), (f64, f64))> {
     Some(((x0, x1), (y0, y1)))
 }
 
-/// Draw `p` on `area`. A log y axis is drawn as log10 of the values on a linear
-/// axis labelled with the values themselves, which gives a label every few
-/// percent of a decade instead of one per decade.
-pub fn draw<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    p: &Panel,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    draw_aligned(area, p, 0)
-}
-
-/// The legend entries of `p`: each labelled series not drawn faint, in its colour.
-fn legend_entries(p: &Panel) -> Vec<(&str, RGBColor)> {
+/// The legend entries of `p`: each labelled series not drawn faint, in its colour
+/// (`colours`, one per series).
+fn legend_entries<'a>(p: &'a Panel, colours: &[RGBColor]) -> Vec<(&'a str, RGBColor)> {
     p.series
         .iter()
-        .zip(colours(p))
+        .zip(colours)
         .filter(|(s, _)| !s.faint && !s.label.is_empty())
-        .map(|(s, c)| (s.label.as_str(), c))
+        .map(|(s, c)| (s.label.as_str(), *c))
         .collect()
 }
 
 /// The width the legend of `p` takes on an area of `w` × `h` pixels.
 pub fn legend_width(p: &Panel, w: u32, h: u32) -> u32 {
-    legend_layout(&legend_entries(p), w, h).width
+    legend_layout(&legend_entries(p, &colours(p)), w, h).width
 }
 
 /// Each series' colour: by legend entry; a faint series (a repeat behind its median)
@@ -175,9 +166,12 @@ fn colours(p: &Panel) -> Vec<RGBColor> {
     colours
 }
 
-/// [`draw`], the legend's column at least `legend_min` pixels wide, so that panels
-/// stacked in one picture share one x extent.
-pub fn draw_aligned<DB: DrawingBackend>(
+/// Draw `p` on `area`. A log y axis is drawn as log10 of the values on a linear
+/// axis labelled with the values themselves, which gives a label every few
+/// percent of a decade instead of one per decade.
+/// The legend's column is at least `legend_min` pixels wide, so that panels stacked in
+/// one picture share one x extent.
+pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
     legend_min: u32,
@@ -198,7 +192,7 @@ pub fn draw_aligned<DB: DrawingBackend>(
         (x0, x1)
     };
     let colours = colours(p);
-    let entries = legend_entries(p);
+    let entries = legend_entries(p, &colours);
     let (w, h) = area.dim_in_pixel();
     let legend = legend_layout(&entries, w, h);
     let (plot_area, legend_area) =

@@ -9,8 +9,8 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::chart::{draw_legend, legend_layout, FRAME};
-use super::font::{self, FAMILY};
-use super::{plot_err, Picture};
+use super::font::FAMILY;
+use super::{write_files, Drawing, Picture};
 use crate::error::ReportError;
 
 /// Where a row's claim holds: the shaded band.
@@ -63,30 +63,24 @@ pub type Words = [&'static str; 4];
 
 /// Draw `rows` into `<base>.png` and `<base>.svg`.
 pub fn plot(rows: &[Row], title: &str, words: Words, base: &Path) -> Result<Picture, ReportError> {
-    font::ensure();
-    let png = base.with_extension("png");
-    let svg = base.with_extension("svg");
-    if let Some(parent) = base.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| ReportError::io(parent, e))?;
-    }
     let size = (1000u32, 120 + 26 * rows.len().max(1) as u32);
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| plot_err(&png, e))?;
-        draw(&root, rows, title, words).map_err(|e| plot_err(&png, e))?;
-        root.present().map_err(|e| plot_err(&png, e))?;
+    write_files(&Forest { rows, title, words }, size, base, title)
+}
+
+/// A forest plot to draw.
+struct Forest<'a> {
+    rows: &'a [Row],
+    title: &'a str,
+    words: Words,
+}
+
+impl Drawing for Forest<'_> {
+    fn draw_on<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        draw(area, self.rows, self.title, self.words)
     }
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| plot_err(&svg, e))?;
-        draw(&root, rows, title, words).map_err(|e| plot_err(&svg, e))?;
-        root.present().map_err(|e| plot_err(&svg, e))?;
-    }
-    Ok(Picture {
-        title: title.to_string(),
-        png,
-        svg,
-    })
 }
 
 /// The x range (log10 of the ratio) that shows every row, 1 and the published ratios.

@@ -96,27 +96,24 @@ pub fn facets(panels: &[chart::Panel]) -> Vec<chart::Panel> {
     out
 }
 
-/// Draw `panels` stacked vertically into `<base>.png` and `<base>.svg`, `size` being
-/// the picture's size before facets: each facet a panel of its own adds its height.
-pub fn render(
-    panels: &[chart::Panel],
+/// A picture that draws itself on any plotters backend, so that one routine
+/// ([`write_files`]) writes its PNG and its SVG.
+pub(crate) trait Drawing {
+    fn draw_on<DB: plotters::prelude::DrawingBackend>(
+        &self,
+        area: &plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), plotters::prelude::DrawingAreaErrorKind<DB::ErrorType>>;
+}
+
+/// Draw `d` into `<base>.png` and `<base>.svg` of `size` pixels, on white.
+pub(crate) fn write_files(
+    d: &impl Drawing,
     size: (u32, u32),
     base: &Path,
     title: &str,
 ) -> Result<Picture, ReportError> {
     use plotters::prelude::*;
     font::ensure();
-    let faceted = facets(panels);
-    let per_panel = size.1 / panels.len().max(1) as u32;
-    let size = (size.0, per_panel * faceted.len().max(1) as u32);
-    let panels = faceted.as_slice();
-    // One legend width for every panel, so that stacked panels share an x extent.
-    let panel_h = size.1 / panels.len().max(1) as u32;
-    let legend_min = panels
-        .iter()
-        .map(|p| chart::legend_width(p, size.0, panel_h))
-        .max()
-        .unwrap_or(0);
     let png = base.with_extension("png");
     let svg = base.with_extension("svg");
     if let Some(parent) = base.parent() {
@@ -125,17 +122,13 @@ pub fn render(
     {
         let root = BitMapBackend::new(&png, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_err(&png, e))?;
-        for (area, p) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
-            chart::draw_aligned(area, p, legend_min).map_err(|e| plot_err(&png, e))?;
-        }
+        d.draw_on(&root).map_err(|e| plot_err(&png, e))?;
         root.present().map_err(|e| plot_err(&png, e))?;
     }
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_err(&svg, e))?;
-        for (area, p) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
-            chart::draw_aligned(area, p, legend_min).map_err(|e| plot_err(&svg, e))?;
-        }
+        d.draw_on(&root).map_err(|e| plot_err(&svg, e))?;
         root.present().map_err(|e| plot_err(&svg, e))?;
     }
     Ok(Picture {
@@ -143,4 +136,50 @@ pub fn render(
         png,
         svg,
     })
+}
+
+/// Panels stacked vertically, their legends one width.
+struct Stack<'a> {
+    panels: &'a [chart::Panel],
+    legend_min: u32,
+}
+
+impl Drawing for Stack<'_> {
+    fn draw_on<DB: plotters::prelude::DrawingBackend>(
+        &self,
+        area: &plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), plotters::prelude::DrawingAreaErrorKind<DB::ErrorType>> {
+        for (a, p) in area
+            .split_evenly((self.panels.len(), 1))
+            .iter()
+            .zip(self.panels)
+        {
+            chart::draw(a, p, self.legend_min)?;
+        }
+        Ok(())
+    }
+}
+
+/// Draw `panels` stacked vertically into `<base>.png` and `<base>.svg`, `size` being
+/// the picture's size before facets: each facet a panel of its own adds its height.
+pub fn render(
+    panels: &[chart::Panel],
+    size: (u32, u32),
+    base: &Path,
+    title: &str,
+) -> Result<Picture, ReportError> {
+    let faceted = facets(panels);
+    let per_panel = size.1 / panels.len().max(1) as u32;
+    let size = (size.0, per_panel * faceted.len().max(1) as u32);
+    // One legend width for every panel, so that stacked panels share an x extent.
+    let legend_min = faceted
+        .iter()
+        .map(|p| chart::legend_width(p, size.0, per_panel))
+        .max()
+        .unwrap_or(0);
+    let stack = Stack {
+        panels: &faceted,
+        legend_min,
+    };
+    write_files(&stack, size, base, title)
 }
