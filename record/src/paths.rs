@@ -7,30 +7,16 @@
 
 use serde_json::{json, Map, Value};
 
-/// Numbers of `v` at `path` (dotted, array indices as numbers).
-pub fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = match cur {
-            Value::Object(m) => m.get(part)?,
-            Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
+/// `path` as the JSON Pointer serde_json's `Value::pointer` reads: `a.3.b` is `/a/3/b`.
+fn pointer(path: &str) -> String {
+    path.split('.')
+        .map(|part| format!("/{}", part.replace('~', "~0").replace('/', "~1")))
+        .collect()
 }
 
-/// The value at `path`, made if absent (objects only).
-pub fn at_mut<'a>(v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = match cur {
-            Value::Object(m) => m.get_mut(part)?,
-            Value::Array(a) => a.get_mut(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
+/// The value of `v` at `path` (dotted, array indices as numbers).
+pub fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    v.pointer(&pointer(path))
 }
 
 /// A summary's `clamped` and `negative` counts at `path` (0 where absent).
@@ -47,7 +33,7 @@ pub fn summary_counts(v: &Value, path: &str) -> (u64, u64) {
 /// `out` at `path` (non-numeric leaves keep `out`'s value; nested objects recurse;
 /// fields named in `skip` keep `out`'s value).
 pub fn sum_numbers(out: &mut Value, records: &[&Value], path: &str, skip: &[&str]) {
-    let Some(target) = at_mut(out, path) else {
+    let Some(target) = out.pointer_mut(&pointer(path)) else {
         return;
     };
     let sources: Vec<&Value> = records.iter().filter_map(|r| at(r, path)).collect();
@@ -108,5 +94,20 @@ pub fn set(out: &mut Value, path: &str, value: Value) {
             },
             _ => return,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dotted_path_reads_objects_and_array_indices() {
+        let v = json!({"streams": [{"push_ms": {"clamped": 2}}, {"a/b~c": 5}]});
+        assert_eq!(at(&v, "streams.0.push_ms.clamped"), Some(&json!(2)));
+        assert_eq!(at(&v, "streams.1.a/b~c"), Some(&json!(5)));
+        assert_eq!(at(&v, "streams.2"), None);
+        assert_eq!(at(&v, "streams.x"), None);
+        assert_eq!(summary_counts(&v, "streams.0.push_ms"), (2, 0));
     }
 }
