@@ -37,6 +37,19 @@ fn run_cell(out: &Path, name: &str, scenario: &str, sets: &[&str]) -> PathBuf {
     dir
 }
 
+/// Whether /usr/bin/chromium is here: without it the test is skipped with a message
+/// (fails under `CI`).
+fn chromium_present() -> bool {
+    if Path::new(CHROMIUM).is_file() {
+        return true;
+    }
+    support::unavailable(
+        &format!("{CHROMIUM} missing"),
+        "run scripts/provision/chromium.sh",
+    );
+    false
+}
+
 fn chromium(args: &[&str], page: &Path, profile: &Path) -> std::process::Output {
     Command::new(CHROMIUM)
         .args([
@@ -121,11 +134,7 @@ fn rendered(page: &Path, profile: &Path, images: usize, name: &str) -> String {
 
 #[test]
 fn report_of_real_cells_renders_in_headless_chromium() {
-    if !Path::new(CHROMIUM).is_file() {
-        support::unavailable(
-            &format!("{CHROMIUM} missing"),
-            "run scripts/provision/chromium.sh",
-        );
+    if !chromium_present() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -239,11 +248,7 @@ fn report_subcommands_refuse_bad_input_with_exit_2() {
 /// the screenshots are kept there (docs/report.md shows them).
 #[test]
 fn a_campaign_report_renders_in_headless_chromium() {
-    if !Path::new(CHROMIUM).is_file() {
-        support::unavailable(
-            &format!("{CHROMIUM} missing"),
-            "run scripts/provision/chromium.sh",
-        );
+    if !chromium_present() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
