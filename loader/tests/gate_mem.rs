@@ -101,11 +101,6 @@ fn tied_legs_with_a_50_percent_regression_at_5_pairs_one_sided_exit_6() {
     assert!(rows.iter().any(|r| r.label.starts_with("e2e_p50_a")
         && r.verdict == report::plot::forest::Verdict::DoesNotHold));
     assert!(svg.contains("e2e_p50_a"), "the metric's row is labelled");
-    if let Ok(keep) = std::env::var("CROSSBENCH_KEEP_REPORT") {
-        let keep = PathBuf::from(keep);
-        std::fs::create_dir_all(&keep).unwrap();
-        std::fs::copy(dir.join("gate.png"), keep.join("gate-regression.png")).unwrap();
-    }
 }
 
 /// The same gate asked for a two-sided test at 5 pairs: the exact test's smallest p

@@ -132,6 +132,38 @@ fn rendered(page: &Path, profile: &Path, images: usize, name: &str) -> String {
     dom
 }
 
+/// How many of `page`'s tables are wider than the page in a window `width` pixels
+/// wide (the page's load handler counts the boxes that must scroll).
+fn overflowing_tables(page: &Path, profile: &Path, width: u32, name: &str) -> u64 {
+    let o = chromium(
+        &[&format!("--window-size={width},1000"), "--dump-dom"],
+        page,
+        profile,
+    );
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .expect("a <body> in the rendered DOM");
+    assert_eq!(
+        attr(body, "data-viewport-width"),
+        Some(u64::from(width)),
+        "{name}: the window's width: {body}"
+    );
+    let n = attr(body, "data-tables-overflowing")
+        .unwrap_or_else(|| panic!("{name}: no table count: {body}"));
+    if n > 0 {
+        let which = body
+            .split("data-tables-overflowing-which=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .unwrap_or("?");
+        eprintln!("{name}: tables wider than the page (class, scroll width > box width): {which}");
+    }
+    n
+}
+
 #[test]
 fn report_of_real_cells_renders_in_headless_chromium() {
     if !chromium_present() {
@@ -294,11 +326,80 @@ fn a_campaign_report_renders_in_headless_chromium() {
         }
         shots.push(shot);
     }
+    // Every table of the main page fits a 1280-pixel window: the campaign's (its
+    // intervals under their estimates) and the cost table's 20 columns.
+    assert_eq!(
+        overflowing_tables(&index, &profile, 1280, "campaign report"),
+        0,
+        "a table wider than the page at 1280 px"
+    );
     if let Ok(keep) = std::env::var("CROSSBENCH_KEEP_REPORT") {
         let keep = PathBuf::from(keep);
         std::fs::create_dir_all(&keep).unwrap();
         for s in &shots {
             std::fs::copy(s, keep.join(s.file_name().unwrap())).unwrap();
         }
+    }
+}
+
+/// The report of a gate's record (the committed classic-against-quorum gate that
+/// found a regression): its section with the picture (each metric's ratio against
+/// its τ band) and its table, rendered in headless Chromium with every image
+/// decoded; its legs' page likewise. `CROSSBENCH_KEEP_REPORT=<dir>` keeps the
+/// screenshot (docs/report.md shows it).
+#[test]
+fn a_gate_report_renders_in_headless_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .arg("report")
+        .arg(root.join("results/gates/2026-12-01-rabbit-sparse/classic-vs-quorum-p40"))
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "crossbench report: {status:?}");
+    let index = out.join("index.html").canonicalize().unwrap();
+    let text = std::fs::read_to_string(&index).unwrap();
+    assert!(
+        text.contains("REGRESSION"),
+        "the gate's verdict on the page"
+    );
+    let legs = out
+        .join("gates/classic-vs-quorum-p40.html")
+        .canonicalize()
+        .unwrap();
+    let profile = tmp.path().join("chromium-profile");
+    let shot = tmp.path().join("report-gate.png");
+    screenshot(
+        &index,
+        &profile,
+        "1280,1100",
+        &shot,
+        15_000,
+        "report-gate.png",
+    );
+    rendered(
+        &index,
+        &profile,
+        text.matches("<img ").count(),
+        "gate report",
+    );
+    let leg_text = std::fs::read_to_string(&legs).unwrap();
+    rendered(
+        &legs,
+        &profile,
+        leg_text.matches("<img ").count(),
+        "gate legs",
+    );
+    if let Ok(keep) = std::env::var("CROSSBENCH_KEEP_REPORT") {
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&shot, keep.join("report-gate.png")).unwrap();
     }
 }

@@ -209,11 +209,25 @@ fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
         // Each cell with why it did not hold (`None`: it held), judged once.
         let judged: Vec<(&CellRecord, Option<String>)> =
             group.iter().map(|c| (*c, judged.symptom(c))).collect();
-        let rates: Vec<String> = judged
+        // Each rate once, as the campaign ceiling table writes them: `200` (one
+        // cell, held), `450✗` (one, not held), `250×3` (three, all held), `300✗1/3`
+        // (one of three not held).
+        let mut per_rate: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
+        for (c, why) in &judged {
+            let e = per_rate.entry(rate(c)).or_default();
+            if why.is_none() {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
+        }
+        let rates: Vec<String> = per_rate
             .iter()
-            .map(|(c, why)| {
-                let mark = if why.is_none() { "" } else { "✗" };
-                format!("{}{mark}", rate(c))
+            .map(|(r, (held, not))| match (held, not) {
+                (1, 0) => format!("{r}"),
+                (0, 1) => format!("{r}✗"),
+                (h, 0) => format!("{r}×{h}"),
+                (h, n) => format!("{r}✗{n}/{}", h + n),
             })
             .collect();
         // The highest rate at which every cell held (repeats at one rate must agree,

@@ -242,8 +242,8 @@ impl CellRecord {
 }
 
 /// Expand cell arguments: directories as given, or glob patterns (`runs/pgmq-*`).
-/// A campaign's directory (campaign.json) or a ceiling search's (ceiling.json) is
-/// expanded to its cells; a directory that holds no result.json but whose children
+/// A campaign's directory (campaign.json), a gate's (gate.json) or a ceiling
+/// search's (ceiling.json) is expanded to its cells; a directory that holds no result.json but whose children
 /// do is expanded to those children, so `crossbench table runs/` works. Order: as
 /// given, then sorted.
 pub fn expand(args: &[String]) -> Result<Vec<PathBuf>, ReportError> {
@@ -268,6 +268,9 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>, ReportError> {
             } else if crate::campaign::is_campaign(&p) {
                 // A campaign: every cell of it that ran to its end.
                 out.extend(crate::campaign::CampaignView::load(&p)?.cell_dirs());
+            } else if crate::gate::is_gate(&p) {
+                // A gate: the legs that left a cell record.
+                out.extend(crate::gate::GateRecord::read(&p)?.leg_dirs(&p));
             } else if crate::ceiling::is_search(&p) {
                 out.extend(crate::ceiling::search_cells(&p)?);
             } else if crate::ceiling::is_campaign(&p) {

@@ -269,5 +269,16 @@ pub fn report(
         .filter(|p| crate::campaign::is_campaign(p))
         .map(crate::campaign::CampaignView::load)
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(html::write_page(&records, &campaigns, out, opts)?.index)
+    let gates = cells
+        .iter()
+        .map(Path::new)
+        .filter(|p| crate::gate::is_gate(p))
+        .map(crate::gate::GateView::load)
+        .collect::<Result<Vec<_>, _>>()?;
+    let sources = html::Sources {
+        cells: &records,
+        campaigns: &campaigns,
+        gates: &gates,
+    };
+    Ok(html::write_page(&sources, out, opts)?.index)
 }

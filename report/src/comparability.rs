@@ -245,16 +245,31 @@ pub fn pipeline_cells<'a>(table: &mut Table, cells: &'a [CellRecord]) -> Vec<&'a
             r.answer
         ));
     }
-    let streams: Vec<String> = cells
-        .iter()
-        .filter(|c| c.is_stream() && !c.is_refused())
-        .map(|c| c.name())
-        .collect();
+    // Each name once, with its count when several cells share it (a campaign's
+    // repeats), in the order first seen.
+    let mut streams: Vec<(String, usize)> = Vec::new();
+    for c in cells.iter().filter(|c| c.is_stream() && !c.is_refused()) {
+        let name = c.name();
+        match streams.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, k)) => *k += 1,
+            None => streams.push((name, 1)),
+        }
+    }
     if !streams.is_empty() {
+        let total: usize = streams.iter().map(|(_, k)| k).sum();
+        let names: Vec<String> = streams
+            .iter()
+            .map(|(n, k)| {
+                if *k > 1 {
+                    format!("{n} ×{k}")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect();
         table.notes.push(format!(
-            "left out: {} stream-workload cell(s) ({}); this table reads channel-manager pipeline cells.",
-            streams.len(),
-            streams.join(", ")
+            "left out: {total} stream-workload cell(s) ({}); this table reads channel-manager pipeline cells.",
+            names.join(", ")
         ));
     }
     cells

@@ -332,7 +332,7 @@ pub fn calibrate(pairs: &[(Figures, Figures)]) -> BTreeMap<String, f64> {
 }
 
 /// Where τ came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TauSource {
     Floor,
@@ -341,7 +341,7 @@ pub enum TauSource {
 }
 
 /// One metric's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricVerdict {
     /// The interval's bad-side bound lies within τ.
@@ -361,7 +361,7 @@ pub enum MetricVerdict {
 }
 
 /// One stage's judgement of a metric (the confirmation stage's, in gate.json).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct StageResult {
     pub pairs: usize,
     pub ratio: Option<Interval>,
@@ -369,13 +369,14 @@ pub struct StageResult {
     pub verdict: MetricVerdict,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetricResult {
     pub metric: String,
     pub better: Better,
     pub baseline_median: Option<f64>,
     pub candidate_median: Option<f64>,
-    /// Pairs with both legs' figure: the test's n.
+    /// Pairs with both legs' figure: the test's n (absent from schema 1: 0).
+    #[serde(default)]
     pub pairs: usize,
     /// candidate ÷ baseline: the geometric mean of the pairs' ratios, with the exact
     /// bounds of the sign-flip test (each at 1 − α one-sided; a bound the pairs
@@ -600,7 +601,7 @@ pub fn undecided(results: &[MetricResult], reasons: &mut Vec<String>) -> Verdict
 }
 
 /// The gate's overall verdict, and the exit it maps to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// No regression beyond the noise (exit 0).
@@ -615,6 +616,51 @@ pub enum Verdict {
     CandidateFail,
 }
 
+/// Whether `dir` holds a gate's record.
+pub fn is_gate(dir: &std::path::Path) -> bool {
+    dir.join("gate.json").is_file()
+}
+
+/// A gate's record with the cells of its legs, for the report.
+#[derive(Debug, Clone)]
+pub struct GateView {
+    pub dir: std::path::PathBuf,
+    pub record: GateRecord,
+    /// Each leg that left a cell record, with its label (`pair 3 candidate, stage 1`).
+    pub legs: Vec<(String, CellRecord)>,
+}
+
+impl GateView {
+    pub fn load(dir: &std::path::Path) -> Result<GateView, crate::error::ReportError> {
+        let record = GateRecord::read(dir)?;
+        let mut legs = Vec::new();
+        for l in &record.legs {
+            let d = dir.join(&l.dir);
+            if d.join("result.json").is_file() {
+                legs.push((
+                    format!("pair {} {}, stage {}", l.pair, l.arm, l.stage),
+                    CellRecord::load(&d)?,
+                ));
+            }
+        }
+        Ok(GateView {
+            dir: dir.to_path_buf(),
+            record,
+            legs,
+        })
+    }
+
+    /// The gate's name: its directory's.
+    pub fn name(&self) -> String {
+        self.dir
+            .file_name()
+            .map_or_else(|| "gate".into(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// A gate picture's title.
+pub const PICTURE_TITLE: &str = "Gate: candidate ÷ baseline per metric, τ band shaded";
+
 /// The legend's words for a gate's picture.
 pub const PICTURE_WORDS: crate::plot::forest::Words = [
     "pass (or improvement)",
@@ -627,18 +673,21 @@ pub const PICTURE_WORDS: crate::plot::forest::Words = [
 /// `low_confidence`).
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// gate.json (schema_version [`SCHEMA_VERSION`]).
-#[derive(Debug, Clone, Serialize)]
+/// gate.json (schema_version [`SCHEMA_VERSION`]), written by the loader's gate and
+/// read back by [`GateRecord::read`] (schemas 1 and 2) for the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GateRecord {
     pub schema_version: u32,
-    pub kind: &'static str,
+    pub kind: String,
     pub scenario: String,
     pub baseline_sets: Vec<String>,
     pub candidate_sets: Vec<String>,
     pub pairs: usize,
-    /// The test: α and sides.
+    /// The test: α and sides (absent from schema 1: the default plan).
+    #[serde(default)]
     pub test: TestPlan,
-    /// The same in words.
+    /// The same in words (absent from schema 1).
+    #[serde(default)]
     pub test_text: String,
     pub seed: u64,
     pub order: Vec<String>,
@@ -813,18 +862,130 @@ impl GateRecord {
             .collect()
     }
 
+    /// The metrics table's column names. Schema 1's ratios carry their own level
+    /// (a 95 % bootstrap interval) and its p came from another test.
+    fn columns(&self) -> [String; 7] {
+        let (level, p) = if self.schema_version < 2 {
+            let level = self
+                .metrics
+                .iter()
+                .find_map(|m| m.ratio.map(|i| i.level))
+                .unwrap_or(0.95);
+            (
+                format!("ratio [{:.0} % interval]", level * 100.0),
+                "p".into(),
+            )
+        } else {
+            (
+                format!("ratio [{:.0} % bounds]", self.test.level() * 100.0),
+                format!(
+                    "p{}",
+                    if self.test.two_sided {
+                        ""
+                    } else {
+                        " (one-sided)"
+                    }
+                ),
+            )
+        };
+        [
+            "metric".into(),
+            "baseline".into(),
+            "candidate".into(),
+            level,
+            p,
+            "τ".into(),
+            "verdict".into(),
+        ]
+    }
+
+    /// The metrics as a report table (the Markdown summary's, without its emphasis).
+    pub fn table(&self, title: &str) -> crate::table::Table {
+        let columns = self.columns();
+        let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let mut t = crate::table::Table::new(title, &cols);
+        t.notes.push(format!(
+            "{} pairs (ABBA), {} VOID legs excluded; {}",
+            self.pairs,
+            self.void_legs,
+            if self.test_text.is_empty() {
+                "gate.json schema 1: an unpaired median test".to_string()
+            } else {
+                self.test_text.clone()
+            }
+        ));
+        t.notes
+            .extend(self.reasons.iter().map(|r| r.replace("**", "")));
+        if let Some(w) = &self.host_warning {
+            t.notes.push(format!("host probe: {w}"));
+        }
+        t.sections.push(crate::table::Section {
+            heading: None,
+            rows: self
+                .metrics
+                .iter()
+                .map(|m| {
+                    metric_cells(m)
+                        .into_iter()
+                        .map(|c| c.replace("**", ""))
+                        .collect()
+                })
+                .collect(),
+        });
+        t
+    }
+
+    /// The gate's verdict in a few words.
+    pub fn verdict_words(&self) -> &'static str {
+        match self.verdict {
+            Verdict::Pass => "no regression",
+            Verdict::Regression => "REGRESSION",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::CandidateFail => "candidate FAILED correctness",
+        }
+    }
+
+    /// Draw the gate's picture ([`PICTURE_TITLE`]) into `<base>.png` and `.svg`.
+    pub fn picture(
+        &self,
+        base: &std::path::Path,
+    ) -> Result<crate::plot::Picture, crate::error::ReportError> {
+        crate::plot::forest::plot(&self.forest_rows(), PICTURE_TITLE, PICTURE_WORDS, base)
+    }
+
+    /// Read `dir/gate.json` (schema 1 or 2).
+    pub fn read(dir: &std::path::Path) -> Result<GateRecord, crate::error::ReportError> {
+        use crate::error::ReportError;
+        let p = dir.join("gate.json");
+        let text = std::fs::read_to_string(&p).map_err(|e| ReportError::io(&p, e))?;
+        let r: GateRecord = serde_json::from_str(&text).map_err(|e| ReportError::BadRecord {
+            path: p.clone(),
+            message: e.to_string(),
+        })?;
+        if !(1..=SCHEMA_VERSION).contains(&r.schema_version) {
+            return Err(ReportError::BadRecord {
+                path: p,
+                message: format!(
+                    "schema_version {} is not one this build reads (1 to {SCHEMA_VERSION}): use a crossbench as new as the record",
+                    r.schema_version
+                ),
+            });
+        }
+        Ok(r)
+    }
+
+    /// The directories of the legs that left a cell record, under the gate's `dir`.
+    pub fn leg_dirs(&self, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        self.legs
+            .iter()
+            .map(|l| dir.join(&l.dir))
+            .filter(|d| d.join("result.json").is_file())
+            .collect()
+    }
+
     pub fn markdown(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "## crossbench gate: **{}**\n",
-            match self.verdict {
-                Verdict::Pass => "no regression",
-                Verdict::Regression => "REGRESSION",
-                Verdict::Inconclusive => "inconclusive",
-                Verdict::CandidateFail => "candidate FAILED correctness",
-            }
-        );
+        let _ = writeln!(s, "## crossbench gate: **{}**\n", self.verdict_words());
         let _ = writeln!(
             s,
             "`{}`: baseline `{}` against candidate `{}`, {} pairs (ABBA), {} VOID legs excluded; {}.\n",
@@ -846,28 +1007,11 @@ impl GateRecord {
         }
         let _ = writeln!(
             s,
-            "| metric | baseline | candidate | ratio [{:.0} % bounds] | p{} | τ | verdict |\n|---|---|---|---|---|---|---|",
-            self.test.level() * 100.0,
-            if self.test.two_sided { "" } else { " (one-sided)" }
+            "| {} |\n|---|---|---|---|---|---|---|",
+            self.columns().join(" | ")
         );
         for m in &self.metrics {
-            let f = |v: Option<f64>| v.map_or("—".into(), |x| format!("{x:.4}"));
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {:.1} % ({}) | {} |",
-                m.metric,
-                f(m.baseline_median),
-                f(m.candidate_median),
-                ratio_text(m.ratio),
-                m.p.map_or("—".into(), |p| format!("{p:.4}")),
-                m.tau * 100.0,
-                match m.tau_source {
-                    TauSource::Floor => "floor",
-                    TauSource::Scenario => "scenario",
-                    TauSource::Calibration => "A/A",
-                },
-                verdict_text(m)
-            );
+            let _ = writeln!(s, "| {} |", metric_cells(m).join(" | "));
         }
         let tied: Vec<String> = self
             .metrics
@@ -931,6 +1075,28 @@ fn ratio_text(i: Option<Interval>) -> String {
     })
 }
 
+/// One metric's row of the summary's table.
+fn metric_cells(m: &MetricResult) -> Vec<String> {
+    let f = |v: Option<f64>| v.map_or("—".into(), |x| format!("{x:.4}"));
+    vec![
+        m.metric.clone(),
+        f(m.baseline_median),
+        f(m.candidate_median),
+        ratio_text(m.ratio),
+        m.p.map_or("—".into(), |p| format!("{p:.4}")),
+        format!(
+            "{:.1} % ({})",
+            m.tau * 100.0,
+            match m.tau_source {
+                TauSource::Floor => "floor",
+                TauSource::Scenario => "scenario",
+                TauSource::Calibration => "A/A",
+            }
+        ),
+        verdict_text(m),
+    ]
+}
+
 /// The verdict's words, the confirmation stage's included.
 pub fn verdict_text(m: &MetricResult) -> String {
     let second = m.confirmation.map(|c| {
@@ -989,7 +1155,7 @@ mod tests {
     fn the_host_warning_is_in_the_summary_and_the_record() {
         let mut r = GateRecord {
             schema_version: SCHEMA_VERSION,
-            kind: "gate",
+            kind: "gate".into(),
             scenario: "s.yaml".into(),
             baseline_sets: vec![],
             candidate_sets: vec![],
@@ -1021,6 +1187,67 @@ mod tests {
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["host_probe"]["stalled_fraction"], 0.0133);
         assert!(json["host_warning"].as_str().unwrap().contains("1.33 %"));
+    }
+
+    /// gate.json reads back as it was written, for the report: the verdicts, the
+    /// metrics, and a bound the pairs could not give (∞, written `null`) as no bound;
+    /// a schema this build does not know is refused by name.
+    #[test]
+    fn a_gate_record_reads_back_what_it_wrote() {
+        let mut rng = Rng::new(5);
+        let mut m = one_sided(&pairs(&mut rng, 8, 100.0, 1.3, 0.02), 0.05);
+        m.ratio = m.ratio.map(|i| Interval {
+            high: f64::INFINITY,
+            ..i
+        });
+        let r = GateRecord {
+            schema_version: SCHEMA_VERSION,
+            kind: "gate".into(),
+            scenario: "s.yaml".into(),
+            baseline_sets: vec!["a=1".into()],
+            candidate_sets: vec!["a=2".into()],
+            pairs: 8,
+            test: TestPlan::default(),
+            test_text: TestPlan::default().describe(),
+            seed: 1,
+            order: vec![],
+            legs: vec![],
+            void_legs: 0,
+            fail_legs: vec![],
+            calibration: None,
+            metrics: vec![m.clone()],
+            verdict: Verdict::Regression,
+            reasons: vec!["a **reason**".into()],
+            host_probe: None,
+            host_warning: None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("gate.json"),
+            serde_json::to_string_pretty(&r).unwrap(),
+        )
+        .unwrap();
+        assert!(is_gate(dir.path()));
+        let back = GateRecord::read(dir.path()).unwrap();
+        assert_eq!(back.verdict, Verdict::Regression);
+        assert_eq!(back.metrics[0].verdict, m.verdict);
+        let i = back.metrics[0].ratio.unwrap();
+        assert_eq!(i.estimate, m.ratio.unwrap().estimate);
+        assert!(i.high.is_nan(), "null reads back as no bound: {i:?}");
+        assert_eq!(
+            back.markdown(),
+            r.markdown(),
+            "the same summary from either"
+        );
+        let t = back.table("g");
+        assert!(t.notes.iter().any(|n| n == "a reason"), "{:?}", t.notes);
+        assert_eq!(t.rows().count(), 1);
+        // A later schema is refused, naming it.
+        let mut later = serde_json::to_value(&r).unwrap();
+        later["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+        std::fs::write(dir.path().join("gate.json"), later.to_string()).unwrap();
+        let e = GateRecord::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("schema_version 3"), "{e}");
     }
 
     /// `n` ABBA pairs: the baseline's legs at `level`, the candidate's at `level` ×

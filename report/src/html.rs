@@ -7,8 +7,10 @@
 //! Given campaigns, the page is organised by arm: one latency CDF per workload shape
 //! with one line per arm (the median of its repeats, the repeats faint behind it),
 //! and each arm's cells (record, verdict, time series) on a page of their own under
-//! `arms/`, linked from the campaign's section; only cells of no arm stay on the
-//! main page.
+//! `arms/`, linked from the campaign's section. Given a gate's record, the page
+//! shows its verdict, its picture (each metric's ratio against its τ band) and its
+//! table, its legs' cells on a page under `gates/`. Only cells of no arm and no gate
+//! stay on the main page.
 
 use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
@@ -23,23 +25,26 @@ use crate::plot::{self, Picture};
 use crate::table::{esc, Table};
 use crate::{cardinality, ceiling, cost_table};
 
-const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
+const CSS: &str = "body{font-family:sans-serif;margin:2em auto;padding:0 1em;max-width:1240px;color:#222;line-height:1.4}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}th{background:#f2f2f2}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap;vertical-align:top}th{background:#f2f2f2;white-space:normal;vertical-align:bottom}
+.ci{color:#666;font-size:.85em}td.prose{white-space:normal;min-width:10em;text-align:left}td[title]{text-decoration:underline dotted #999}
 td:first-child,th:first-child{text-align:left}
-.t-cost-to-serve td:last-child{white-space:normal;min-width:32em;text-align:left}
 .note{background:#fff8e1;border-left:4px solid #f0ad4e;padding:.3em .6em;margin:.3em 0;font-size:.9em}
+.t-cost-to-serve{font-size:.72em}.t-cost-to-serve th,.t-cost-to-serve td{padding:.15em .25em}
 .section{font-weight:bold;margin:.8em 0 .2em}
 .PASS{color:#1b7f3b;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}.VOID{color:#8a6d00;font-weight:bold}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
 .wide{overflow-x:auto}img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{font-size:.9em;color:#555}";
 
-/// Marks images that did not decode and counts script errors, so a headless
-/// browser's DOM dump tells whether the page rendered whole.
+/// Marks images that did not decode, counts script errors and the tables wider
+/// than the page (their box scrolls), so a headless browser's DOM dump tells
+/// whether the page rendered whole and fits its window.
 const CHECK_SCRIPT: &str = "window.__errors=0;window.addEventListener('error',function(){window.__errors++;document.body.setAttribute('data-script-errors',String(window.__errors));});
 window.addEventListener('load',function(){var ok=0,bad=0;document.querySelectorAll('img').forEach(function(i){if(i.complete&&i.naturalWidth>0){ok++;}else{bad++;i.setAttribute('data-broken','1');}});
-document.body.setAttribute('data-images-ok',String(ok));document.body.setAttribute('data-images-broken',String(bad));document.body.setAttribute('data-script-errors',String(window.__errors));});";
+document.body.setAttribute('data-images-ok',String(ok));document.body.setAttribute('data-images-broken',String(bad));document.body.setAttribute('data-script-errors',String(window.__errors));
+var wide=[];document.querySelectorAll('.wide').forEach(function(d){if(d.scrollWidth>d.clientWidth+1){var t=d.querySelector('table');wide.push((t?t.className:'?')+' '+d.scrollWidth+'>'+d.clientWidth);}});document.body.setAttribute('data-tables-overflowing',String(wide.length));document.body.setAttribute('data-tables-overflowing-which',wide.join('; '));document.body.setAttribute('data-viewport-width',String(window.innerWidth));});";
 
 /// What `write` produced.
 #[derive(Debug, Clone)]
@@ -69,7 +74,21 @@ pub fn write_with(
     campaigns: &[crate::campaign::CampaignView],
     out: &Path,
 ) -> Result<Written, ReportError> {
-    write_page(cells, campaigns, out, PageOptions::default())
+    let sources = Sources {
+        cells,
+        campaigns,
+        gates: &[],
+    };
+    write_page(&sources, out, PageOptions::default())
+}
+
+/// What a page is built from: the cells, and the campaigns and gates some of them
+/// came from (each gets a section, its cells a page of their own).
+#[derive(Debug, Clone, Copy)]
+pub struct Sources<'a> {
+    pub cells: &'a [CellRecord],
+    pub campaigns: &'a [crate::campaign::CampaignView],
+    pub gates: &'a [crate::gate::GateView],
 }
 
 /// A cell directory as a key that matches however the path was spelled.
@@ -96,13 +115,22 @@ fn arm_page(campaign: &str, arm: &str) -> String {
     format!("arms/{}--{}.html", plot::slug(campaign), plot::slug(arm))
 }
 
+/// The file of a gate's legs' page, relative to the report's directory.
+fn gate_page(gate: &str) -> String {
+    format!("gates/{}.html", plot::slug(gate))
+}
+
 /// Build the report as `opts` say.
 pub fn write_page(
-    cells: &[CellRecord],
-    campaigns: &[crate::campaign::CampaignView],
+    sources: &Sources<'_>,
     out: &Path,
     opts: PageOptions,
 ) -> Result<Written, ReportError> {
+    let Sources {
+        cells,
+        campaigns,
+        gates,
+    } = *sources;
     std::fs::create_dir_all(out).map_err(|e| ReportError::io(out, e))?;
     let plots = out.join("plots");
     let refs: Vec<&CellRecord> = cells.iter().collect();
@@ -113,6 +141,11 @@ pub fn write_page(
                 .iter()
                 .flat_map(|a| a.cells.iter().map(|x| key(&x.dir)))
         })
+        .chain(
+            gates
+                .iter()
+                .flat_map(|g| g.legs.iter().map(|(_, x)| key(&x.dir))),
+        )
         .collect();
     let loose: Vec<&CellRecord> = cells
         .iter()
@@ -220,6 +253,9 @@ pub fn write_page(
             );
         }
     }
+    for g in gates {
+        arm_pictures.extend(gate_section(&mut s, g, out, opts)?);
+    }
     let _ = writeln!(s, "<h2>Tables</h2>");
     for t in &tables {
         s.push_str(&t.to_html());
@@ -264,22 +300,13 @@ fn write_arm_page(
     page: &Path,
     opts: PageOptions,
 ) -> Result<Vec<Picture>, ReportError> {
-    let dir = page.parent().unwrap_or(out);
-    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
     let plots = out.join("plots").join("arms").join(format!(
         "{}--{}",
         plot::slug(&c.name),
         plot::slug(&a.id)
     ));
-    let mut s = String::new();
-    head(
-        &mut s,
-        &format!("crossbench report: arm {} of {}", a.id, c.name),
-    );
-    let _ = writeln!(
-        s,
-        "<p><a href=\"{}\">← the report</a></p>\n<h1>Arm {} of campaign {}</h1>\n<p>System {}{}; {} cell(s): {}.</p>",
-        esc(&relative(dir, &out.join("index.html"))),
+    let intro = format!(
+        "<h1>Arm {} of campaign {}</h1>\n<p>System {}{}; {} cell(s): {}.</p>",
         esc(&a.id),
         esc(&c.name),
         esc(&a.system),
@@ -292,13 +319,46 @@ fn write_arm_page(
         a.cells.len(),
         esc(&a.outcomes.label())
     );
+    let cells: Vec<(String, &CellRecord)> = a
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, cell)| {
+            let repeat = cell.dir.file_name().map_or_else(
+                || format!("{}", i + 1),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            (format!("Repeat {repeat}"), cell)
+        })
+        .collect();
+    let title = format!("crossbench report: arm {} of {}", a.id, c.name);
+    write_cells_page(&title, &intro, &cells, out, page, &plots, opts)
+}
+
+/// A page of cells at `page` (an arm's repeats, a gate's legs): `intro`, then each
+/// cell under its heading with its section, time series included (drawn under
+/// `plots`).
+fn write_cells_page(
+    title: &str,
+    intro: &str,
+    cells: &[(String, &CellRecord)],
+    out: &Path,
+    page: &Path,
+    plots: &Path,
+    opts: PageOptions,
+) -> Result<Vec<Picture>, ReportError> {
+    let dir = page.parent().unwrap_or(out);
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    let mut s = String::new();
+    head(&mut s, title);
+    let _ = writeln!(
+        s,
+        "<p><a href=\"{}\">← the report</a></p>\n{intro}",
+        esc(&relative(dir, &out.join("index.html"))),
+    );
     let mut pictures = Vec::new();
-    for (i, cell) in a.cells.iter().enumerate() {
-        let repeat = cell.dir.file_name().map_or_else(
-            || format!("{}", i + 1),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let _ = writeln!(s, "<h2>Repeat {}</h2>", esc(&repeat));
+    for (i, (heading, cell)) in cells.iter().enumerate() {
+        let _ = writeln!(s, "<h2>{}</h2>", esc(heading));
         let base = plots.join(format!(
             "{:02}-{}-timeseries",
             i + 1,
@@ -310,6 +370,71 @@ fn write_arm_page(
     }
     let _ = writeln!(s, "</body></html>");
     std::fs::write(page, s).map_err(|e| ReportError::io(page, e))?;
+    Ok(pictures)
+}
+
+/// A gate's section on the main page: its verdict, its picture (each metric's
+/// ratio against its τ band), its table, links to its record; its legs' cells on a
+/// page of their own. Returns the pictures of that page and the section's own.
+fn gate_section(
+    s: &mut String,
+    g: &crate::gate::GateView,
+    out: &Path,
+    opts: PageOptions,
+) -> Result<Vec<Picture>, ReportError> {
+    let r = &g.record;
+    let name = g.name();
+    let _ = writeln!(
+        s,
+        "<h2>Gate {}: <span class=\"{}\">{}</span></h2>",
+        esc(&name),
+        match r.verdict {
+            crate::gate::Verdict::Pass => "PASS",
+            crate::gate::Verdict::Inconclusive => "VOID",
+            _ => "FAIL",
+        },
+        esc(r.verdict_words())
+    );
+    let _ = writeln!(
+        s,
+        "<p><code>{}</code>: baseline <code>{}</code> against candidate <code>{}</code>; <a href=\"{}\">gate.json</a>.</p>",
+        esc(&r.scenario),
+        esc(&r.baseline_sets.join(" ")),
+        esc(&r.candidate_sets.join(" ")),
+        esc(&relative(out, &g.dir.join("gate.json")))
+    );
+    let pic = r.picture(
+        &out.join("plots")
+            .join(format!("gate-{}", plot::slug(&name))),
+    )?;
+    figure(s, &pic, out, opts)?;
+    s.push_str(&r.table(&format!("gate {name}")).to_html());
+    let mut pictures = vec![pic];
+    if !g.legs.is_empty() {
+        let page = gate_page(&name);
+        let legs: Vec<(String, &CellRecord)> = g.legs.iter().map(|(l, c)| (l.clone(), c)).collect();
+        let intro = format!(
+            "<h1>Gate {}: its legs</h1>\n<p>{} leg(s) that left a cell record, in the order gate.json lists them; verdict {}.</p>",
+            esc(&name),
+            legs.len(),
+            esc(r.verdict_words())
+        );
+        pictures.extend(write_cells_page(
+            &format!("crossbench report: gate {name}"),
+            &intro,
+            &legs,
+            out,
+            &out.join(&page),
+            &out.join("plots").join("gates").join(plot::slug(&name)),
+            opts,
+        )?);
+        let _ = writeln!(
+            s,
+            "<p>Each leg's record, verdict and time series: <a href=\"{}\">the gate's legs</a> ({}).</p>",
+            esc(&page),
+            legs.len()
+        );
+    }
     Ok(pictures)
 }
 

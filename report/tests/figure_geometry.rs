@@ -1,9 +1,10 @@
 //! Every figure of a report keeps the layout rules (issue 48), read off its SVG by
 //! `report::plot::geometry`: the plotting areas are the rectangles stroked in
 //! `chart::FRAME`, the legend boxes those stroked in `chart::LEGEND_BORDER`, and a
-//! legend's entries are the texts inside its box. For every figure of the report of `results/campaigns/findings` (real records,
-//! 100 cells): no legend box meets a plotting area, and no legend has more than
-//! `chart::MAX_SERIES` entries.
+//! legend's entries are the texts inside its box. For every figure of the report of
+//! `results/campaigns/findings` (real records, 100 cells) and of a gate's record: no
+//! legend box meets a plotting area, and no legend has more than `chart::MAX_SERIES`
+//! entries.
 
 use std::path::Path;
 
@@ -87,4 +88,59 @@ fn the_findings_forest_keeps_its_legend_off_the_rows() {
     assert_eq!(legends(&svg).len(), 1, "one legend");
     assert_eq!(plot_areas(&svg).len(), 1, "one plotting area");
     assert_eq!(faults(&svg), Vec::<String>::new());
+}
+
+/// The report of a gate's record (the committed classic-against-quorum gate, its
+/// legs real cells): a gate section with its picture and table, its legs on a page
+/// of their own, and every figure (the gate's picture, each leg's time series)
+/// keeping the rules.
+#[test]
+fn a_gate_report_shows_its_picture_and_keeps_the_rules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../results/gates/2026-12-01-rabbit-sparse/classic-vs-quorum-p40");
+    let arg = root.display().to_string();
+    let cells = load_all(std::slice::from_ref(&arg)).unwrap();
+    let gate = report::gate::GateView::load(&root).unwrap();
+    assert_eq!(gate.legs.len(), cells.len(), "every leg's cell, once");
+    assert!(cells.len() >= 10, "{} legs", cells.len());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let sources = html::Sources {
+        cells: &cells,
+        campaigns: &[],
+        gates: std::slice::from_ref(&gate),
+    };
+    let w = html::write_page(&sources, &out, html::PageOptions::default()).unwrap();
+    let page = std::fs::read_to_string(&w.index).unwrap();
+    assert!(
+        page.contains("Gate classic-vs-quorum-p40: <span class=\"FAIL\">REGRESSION</span>"),
+        "the gate's verdict heads its section"
+    );
+    assert!(
+        page.contains("plots/gate-classic-vs-quorum-p40.png"),
+        "its picture"
+    );
+    assert!(page.contains("system_cores"), "its table");
+    assert!(out.join("gates/classic-vs-quorum-p40.html").is_file());
+    // The legs are on their page, not the main one.
+    assert!(
+        !page.contains("<h2>Cells</h2>"),
+        "legs left on the main page"
+    );
+    let files = svgs(&out.join("plots"));
+    let gate_svg = out.join("plots/gate-classic-vs-quorum-p40.svg");
+    assert!(files.contains(&gate_svg), "{files:?}");
+    let svg = std::fs::read_to_string(&gate_svg).unwrap();
+    assert_eq!(legends(&svg).len(), 1, "the gate's picture has its legend");
+    let mut all = Vec::new();
+    for f in &files {
+        let svg = std::fs::read_to_string(f).unwrap();
+        for fault in faults(&svg) {
+            all.push(format!(
+                "{}: {fault}",
+                f.file_name().unwrap().to_string_lossy()
+            ));
+        }
+    }
+    assert!(all.is_empty(), "{} faults:\n{}", all.len(), all.join("\n"));
 }

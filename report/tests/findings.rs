@@ -112,7 +112,7 @@ fn a_finding_whose_precondition_fails_is_not_testable_here() {
         &[Sitting::new("sitting 1", c)],
         &[finding()],
         "crossbench findings x",
-        None,
+        &Default::default(),
     )
     .unwrap();
     assert!(
@@ -164,7 +164,7 @@ fn two_sittings_that_disagree_vary_between_sittings() {
         ],
         &[f],
         "crossbench findings x y",
-        None,
+        &Default::default(),
     )
     .unwrap();
     assert!(

@@ -136,7 +136,12 @@ fn plots_and_the_page_are_written_and_self_contained() {
     assert!(!page.contains("data:image"), "nothing inline by default");
     // With `inline`, one self-contained file.
     let out = tmp.path().join("report");
-    let w = html::write_page(&cells, &[], &out, html::PageOptions { inline: true }).unwrap();
+    let sources = html::Sources {
+        cells: &cells,
+        campaigns: &[],
+        gates: &[],
+    };
+    let w = html::write_page(&sources, &out, html::PageOptions { inline: true }).unwrap();
     // CDF, sweep, and one time series per cell.
     assert_eq!(w.pictures.len(), 2 + 3);
     for p in &w.pictures {

@@ -286,10 +286,7 @@ fn a_ceiling_searchs_cells_are_judged_by_the_searchs_own_rule() {
         t.get(key, "first symptom"),
         Some("served 98.5 % in the rated window < 99.0 %")
     );
-    assert_eq!(
-        t.get(key, "rates tried"),
-        Some("200 250 250 250 300 300✗ 300 400✗")
-    );
+    assert_eq!(t.get(key, "rates tried"), Some("200 250×3 300✗1/3 400✗"));
     assert!(
         t.notes[0].starts_with("held: 8 cell(s) of ceiling searches as their search judged them (PASS, not VOID, served ≥ 99 % in the rated window); 0 other cell(s)"),
         "{:?}",

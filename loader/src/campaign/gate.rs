@@ -360,7 +360,8 @@ pub fn execute(req: &GateRequest) -> anyhow::Result<(Exit, PathBuf, GateRecord)>
             "gate-calibration"
         } else {
             "gate"
-        },
+        }
+        .into(),
         scenario: plan.scenario.display().to_string(),
         baseline_sets: plan.baseline_sets.clone(),
         candidate_sets: plan.candidate_sets.clone(),
@@ -729,7 +730,7 @@ fn compare_records(
     prepare_out(&dir)?;
     let record = GateRecord {
         schema_version: SCHEMA_VERSION,
-        kind: "gate",
+        kind: "gate".into(),
         scenario: format!("{} vs {}", b.display(), c.display()),
         baseline_sets: vec![b.display().to_string()],
         candidate_sets: vec![c.display().to_string()],
@@ -814,13 +815,7 @@ fn write_outputs(req: &GateRequest, dir: &Path, r: &GateRecord) -> anyhow::Resul
     let md = r.markdown();
     std::fs::write(dir.join("summary.md"), &md)?;
     // The picture beside it (gate.png, gate.svg), for a CI job to attach.
-    report::plot::forest::plot(
-        &r.forest_rows(),
-        "Gate: candidate ÷ baseline per metric, τ band shaded",
-        report::gate::PICTURE_WORDS,
-        &dir.join("gate"),
-    )
-    .context("drawing gate.png")?;
+    r.picture(&dir.join("gate")).context("drawing gate.png")?;
     if let Some(p) = &req.markdown {
         std::fs::write(p, &md).with_context(|| format!("writing {}", p.display()))?;
     } else if let Some(p) = std::env::var_os("GITHUB_STEP_SUMMARY") {

@@ -205,27 +205,43 @@ pub fn findings(a: FindingsArgs) -> anyhow::Result<Exit> {
     if let Some(o) = &a.out {
         command.push_str(&format!(" --out {}", o.display()));
     }
-    // The forest plot beside the page: <page>-forest.svg and .png.
-    let forest = match &a.out {
-        Some(p) => {
-            let stem = p
-                .file_stem()
-                .map_or("findings".to_string(), |s| s.to_string_lossy().into_owned());
-            let base = p.with_file_name(format!("{stem}-forest"));
-            let rows = report::findings::forest::rows(&sittings, &cf.findings)
-                .map_err(crate::cli::BadInput)?;
-            report::plot::forest::plot(
-                &rows,
-                "The findings: each ratio with its interval, per sitting",
-                report::findings::forest::WORDS,
-                &base,
-            )
-            .with_context(|| format!("drawing {}", base.display()))?;
-            Some(format!("{stem}-forest.svg"))
+    // The forest plots beside the page: <page>-forest.svg and .png, and with several
+    // sittings <page>-forest-sitting-N.svg and .png.
+    let mut forests = report::findings::ForestFiles::default();
+    if let Some(p) = &a.out {
+        let stem = p
+            .file_stem()
+            .map_or("findings".to_string(), |s| s.to_string_lossy().into_owned());
+        let draw = |rows: &[report::plot::forest::Row], title: &str, name: &str| {
+            let base = p.with_file_name(name);
+            report::plot::forest::plot(rows, title, report::findings::forest::WORDS, &base)
+                .with_context(|| format!("drawing {}", base.display()))
+                .map(|_| format!("{name}.svg"))
+        };
+        let rows = report::findings::forest::rows(&sittings, &cf.findings)
+            .map_err(crate::cli::BadInput)?;
+        forests.combined = Some(draw(
+            &rows,
+            "The findings: each ratio with its interval, per sitting",
+            &format!("{stem}-forest"),
+        )?);
+        if sittings.len() > 1 {
+            for (i, st) in sittings.iter().enumerate() {
+                let rows = report::findings::forest::rows(std::slice::from_ref(st), &cf.findings)
+                    .map_err(crate::cli::BadInput)?;
+                if rows.is_empty() {
+                    continue;
+                }
+                let file = draw(
+                    &rows,
+                    &format!("The findings judged in {}", st.label),
+                    &format!("{stem}-forest-sitting-{}", i + 1),
+                )?;
+                forests.per_sitting.push((st.label.clone(), file));
+            }
         }
-        None => None,
-    };
-    let text = report::findings::render(&sittings, &cf.findings, &command, forest.as_deref())
+    }
+    let text = report::findings::render(&sittings, &cf.findings, &command, &forests)
         .map_err(crate::cli::BadInput)?;
     match &a.out {
         Some(p) => {

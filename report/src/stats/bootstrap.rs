@@ -3,24 +3,37 @@
 //! arm with replacement, take the statistic, read the interval from the
 //! percentiles of those statistics).
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::stats::rng::Rng;
 
 /// Resamples of a bootstrap unless the caller says otherwise.
 pub const DEFAULT_RESAMPLES: usize = 10_000;
 
-/// A point estimate and its confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// A point estimate and its confidence interval. A bound that is not finite (the
+/// gate's ∞, which serde_json writes as `null`) reads back as NaN: a reader treats
+/// it as "no bound".
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
+    #[serde(deserialize_with = "null_as_nan")]
     pub estimate: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub low: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub high: f64,
     /// The confidence level (0.95).
     pub level: f64,
     /// Observations behind it (for a ratio, the smaller arm's). Below 2 there is no
-    /// interval to speak of: every resample is the one observation.
+    /// interval to speak of: every resample is the one observation. (Absent from
+    /// gate.json schema 1: read as 0.)
+    #[serde(default)]
     pub n: usize,
+}
+
+/// A number written as `null` (serde_json's spelling of a non-finite float) read
+/// back as NaN.
+fn null_as_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Interval {
