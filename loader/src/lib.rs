@@ -9,7 +9,8 @@
 //!   runtime, the exit codes);
 //! - [`cell`]: the life of one cell, the same for every workload;
 //! - [`fleet`]: several loaders, one cell: shares, the rendezvous, the merge;
-//! - [`console`]: the live progress and the final summary;
+//! - [`console`]: the live progress, the live metrics endpoint
+//!   (`--metrics-listen`) and the final summary;
 //! - [`record`]: every file a cell leaves;
 //! - [`pacing`]: the open-loop schedule and pacer;
 //! - [`measure`]: the cell's clock, counters, histograms and rated window, and the

@@ -34,7 +34,7 @@ pub use cost::{
     cost_summary, cost_summary_from_path, CostSummary, PostgresCost, RatedWindow, WorkloadFacts,
 };
 pub use remote::{pull, serve};
-pub use runner::{start, Sampler, SamplerHandle};
+pub use runner::{start, SampleView, Sampler, SamplerHandle};
 pub use samples::{parse_samples, read_samples, Sample, SampleSet, HEADER, VERSION_LINE};
 pub use spec::{redact_dsn, TargetKind, TargetSpec, TARGET_FORMS};
 

@@ -51,6 +51,25 @@ struct Target {
 
 type Shared = Arc<Mutex<Vec<Sample>>>;
 
+/// The rows a running sampler has taken, read while it runs ([`SamplerHandle::view`]).
+#[derive(Debug, Clone)]
+pub struct SampleView {
+    shared: Shared,
+}
+
+impl SampleView {
+    /// The rows of the latest tick (every target's every metric at one instant);
+    /// empty before the first.
+    pub fn latest(&self) -> Vec<Sample> {
+        let rows = lock(&self.shared);
+        let Some(last) = rows.last().map(|r| r.unix_ms) else {
+            return Vec::new();
+        };
+        let i = rows.partition_point(|r| r.unix_ms < last);
+        rows[i..].to_vec()
+    }
+}
+
 /// A running sampler. Dropping it stops the thread too (discarding errors).
 #[derive(Debug)]
 pub struct SamplerHandle {
@@ -73,6 +92,14 @@ impl SamplerHandle {
         // Rows are in time order: binary search the first one.
         let i = rows.partition_point(|r| r.unix_ms < since_unix_ms);
         rows[i..].to_vec()
+    }
+
+    /// A handle on the rows as they are taken, for a reader beside the run (the
+    /// live metrics): it reads the same rows `samples.csv` gets.
+    pub fn view(&self) -> SampleView {
+        SampleView {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Number of rows taken so far.

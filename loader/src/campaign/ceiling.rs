@@ -348,6 +348,9 @@ impl Search<'_> {
         sets.push(format!("rate={rate}"));
         sets.push(format!("name={}-r{rate}", self.name));
         let l = scenario::load(&req.scenario, &sets)?;
+        if let Some(live) = crate::console::live::hub() {
+            live.set_context(&format!("ceiling {}", self.name), &format!("r{rate}"));
+        }
         let report = self
             .runner
             .run(&CellJob::new(&l, req.scenario.clone(), cell_dir.clone()))?;

@@ -430,6 +430,9 @@ fn run_leg(
     let mut l = a.loaded.clone();
     l.scenario.name = format!("{}-{}", l.scenario.name, a.name);
     let started = std::time::Instant::now();
+    if let Some(live) = crate::console::live::hub() {
+        live.set_context("gate", a.name);
+    }
     let r = runner.run(&CellJob::new(&l, plan.scenario.clone(), cell_dir.clone()));
     let (outcome, record) = match r {
         Ok(rep) => (

@@ -592,6 +592,9 @@ fn run_cells(
         let started = SystemTime::now();
         begin_cell(&mut rec.cells[i], started);
         rec.write(dir)?;
+        if let Some(live) = crate::console::live::hub() {
+            live.set_context(&rec.campaign, &arm.id);
+        }
         bar.start(&rec.cells[i].id);
         let r = runner.run(&CellJob::new(loaded, arm.scenario.clone(), cell_dir));
         ran += 1;

@@ -49,12 +49,18 @@ impl Bar {
 
     pub fn start(&mut self, id: &str) {
         self.n += 1;
+        if let Some(live) = crate::console::live::hub() {
+            live.campaign_progress(self.n - 1, self.total);
+        }
         if let Some(b) = &self.bar {
             b.set_message(id.to_string());
         }
     }
 
     pub fn finish_cell(&mut self, c: &CellEntry) {
+        if let Some(live) = crate::console::live::hub() {
+            live.campaign_progress(self.n, self.total);
+        }
         let what = match c.status {
             CellStatus::Done => c.outcome.map(|o| o.to_string()).unwrap_or_default(),
             CellStatus::Failed => format!("error: {}", c.error.as_deref().unwrap_or("")),

@@ -46,9 +46,12 @@ pub struct CampaignArgs {
     /// a host that stalls every few seconds can pass a short one.
     #[arg(long, value_name = "SECS", default_value_t = 20)]
     pub host_probe: u64,
+    #[command(flatten)]
+    pub live: crate::cli::live::LiveArgs,
 }
 
 pub fn campaign(a: CampaignArgs) -> anyhow::Result<Exit> {
+    let _endpoint = a.live.start()?;
     let req = CampaignRequest {
         file: a.file,
         out: a.out,
@@ -96,9 +99,12 @@ pub struct CeilingArgs {
     /// recorded in ceiling.json). 0 skips it.
     #[arg(long, value_name = "SECS", default_value_t = 20)]
     pub host_probe: u64,
+    #[command(flatten)]
+    pub live: crate::cli::live::LiveArgs,
 }
 
 pub fn ceiling(a: CeilingArgs) -> anyhow::Result<Exit> {
+    let _endpoint = a.live.start()?;
     let p99_max = match &a.p99_max {
         None => None,
         Some(t) => Some(adapters::duration_text::parse_duration(t).map_err(|e| {
@@ -314,9 +320,12 @@ pub struct GateArgs {
     /// recorded in gate.json, its warning in summary.md). 0 skips it.
     #[arg(long, value_name = "SECS", default_value_t = 20)]
     pub host_probe: u64,
+    #[command(flatten)]
+    pub live: crate::cli::live::LiveArgs,
 }
 
 pub fn gate(a: GateArgs) -> anyhow::Result<Exit> {
+    let _endpoint = a.live.start()?;
     use crate::campaign::gate::{execute, GateRequest};
     let req = GateRequest {
         scenario: a.scenario,

@@ -4,6 +4,7 @@
 //! ([`crate::workload::runner`]), below the campaigns that use them too.
 
 pub mod campaign;
+pub mod live;
 pub mod merge;
 pub mod report;
 pub mod run;
@@ -78,6 +79,8 @@ pub enum Command {
         /// e.g. 0.0.0.0:7070 in a pod.
         #[arg(long, value_name = "HOST:PORT")]
         rendezvous_listen: Option<String>,
+        #[command(flatten)]
+        live: live::LiveArgs,
     },
     /// Merge the records of several loaders of one cell into one cell (SPEC.md §10).
     Merge {
@@ -148,7 +151,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             loader_count,
             rendezvous,
             rendezvous_listen,
+            live,
         } => {
+            let _endpoint = live.start()?;
             let interrupt_drain = adapters::duration_text::parse_duration(&interrupt_drain)
                 .map_err(|e| {
                     BadInput(format!(

@@ -59,10 +59,23 @@ pub async fn run(
         hlogs.push(HlogWriter::create(&dir.join(name), start, &comment)?);
     }
     let mut ticker = Ticker::start(clock, quiet).await;
+    // The live metrics, when served, read each second as report.csv gets it.
+    let live = crate::console::live::hub().map(|l| {
+        let names: Vec<String> = source.hlogs().into_iter().map(|(n, _)| n).collect();
+        (l, source.columns(), names)
+    });
     loop {
         let tick = ticker.next(&stop).await;
         let ph = phase.get();
         let second = source.second(tick.t, ph, ticker.shows());
+        if let Some((l, columns, names)) = &live {
+            let hists: Vec<(&str, &str, &Histogram<u64>)> = second
+                .intervals
+                .iter()
+                .map(|(i, tag, h)| (names[*i].as_str(), tag.as_str(), *h))
+                .collect();
+            l.second(columns, &second.row, ph, &hists);
+        }
         for (i, tag, h) in &second.intervals {
             hlogs[*i].write(tag, tick.start, tick.len, h)?;
         }

@@ -150,6 +150,11 @@ impl Sampling {
 
     /// Stop sampling without a summary (a cell that ended before its rated window,
     /// e.g. refused at setup). Whatever was sampled stays in samples.csv.
+    /// The rows as they are taken (for the live metrics).
+    pub fn view(&self) -> Option<sampler::SampleView> {
+        self.handle.as_ref().map(|h| h.view())
+    }
+
     pub fn stop(mut self) {
         if let Some(h) = self.handle.take() {
             let _ = h.stop();

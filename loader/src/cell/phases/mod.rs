@@ -99,7 +99,17 @@ impl<'a, W: Workload> CellRun<'a, W> {
         crate::pacing::priority::forget();
         let inv = InvocationFile::begin(loaded, &opts.argv, &opts.scenario_path, &opts.out)?;
         crate::record::incomplete::begin(&opts.out);
+        if let Some(live) = crate::console::live::hub() {
+            let (index, count) = opts
+                .fleet
+                .as_ref()
+                .map_or((0, 1), |f| (f.share.index, f.share.count));
+            live.cell_started(&s.name, s.system.name(), index, count);
+        }
         let sampling = crate::measure::sampling::start(s, &opts.out)?;
+        if let (Some(live), Some(view)) = (crate::console::live::hub(), sampling.view()) {
+            live.set_samples(view, sampling.system_labels.clone());
+        }
         let say = Say { quiet: opts.quiet };
         for line in workload.banner() {
             say.line(line);
@@ -125,11 +135,18 @@ impl<'a, W: Workload> CellRun<'a, W> {
 
     /// Live the cell's phases and return its report.
     pub async fn run(mut self) -> Result<CellReport> {
-        match self.phases().await {
+        let r = match self.phases().await {
             Ok(r) => Ok(r),
             Err(Ended::Report(r)) => Ok(*r),
             Err(Ended::Error(e)) => Err(e),
+        };
+        if let Some(live) = crate::console::live::hub() {
+            match &r {
+                Ok(r) => live.cell_ended(r.outcome.name(), r.load.as_ref().map(|l| l.held)),
+                Err(_) => live.cell_ended("ERROR", None),
+            }
         }
+        r
     }
 
     async fn phases(&mut self) -> Result<CellReport, Ended> {
@@ -142,6 +159,9 @@ impl<'a, W: Workload> CellRun<'a, W> {
         let mut drained = self
             .wind_down(&system, &mut running, &mut window, ended)
             .await?;
+        if let Some(live) = crate::console::live::hub() {
+            live.set_phase("verifying");
+        }
         let verdict = self.verify(&drained).await?;
         let judged = self
             .judge(&system, &running, &window, &mut drained, &verdict)

@@ -87,6 +87,9 @@ impl<W: Workload> CellRun<'_, W> {
             }
         };
         // What the system said it is: invocation.txt's lines, the console, the warnings.
+        if let Some(live) = crate::console::live::hub() {
+            live.set_variant(&description.variant);
+        }
         let provenance_warnings = crate::record::result::provenance_warnings(s, &description);
         self.inv.provenance_lines =
             crate::record::result::ProvenanceRecord::new(s, &description).lines();
