@@ -38,6 +38,11 @@ pub trait ProgressSource: Send {
     fn hlogs(&self) -> Vec<(String, String)>;
     /// The `t`-th second (1, 2, …), in `phase`; the console line only when `show`.
     fn second(&mut self, t: u64, phase: Phase, show: bool) -> Second<'_>;
+    /// Totals the live metrics serve beyond `report.csv`'s columns, read from the
+    /// counters the record reads: `(series, value)` (publish retries, reconnects).
+    fn live_totals(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Run the live progress until `stop` fires (a last row is written then): writes
@@ -67,6 +72,8 @@ pub async fn run(
     loop {
         let tick = ticker.next(&stop).await;
         let ph = phase.get();
+        // Read just before the second's row, from the same counters.
+        let totals = live.as_ref().map(|_| source.live_totals());
         let second = source.second(tick.t, ph, ticker.shows());
         if let Some((l, columns, names)) = &live {
             let hists: Vec<(&str, &str, &Histogram<u64>)> = second
@@ -75,6 +82,7 @@ pub async fn run(
                 .map(|(i, tag, h)| (names[*i].as_str(), tag.as_str(), *h))
                 .collect();
             l.second(columns, &second.row, ph, &hists);
+            l.totals(totals.as_deref().unwrap_or_default());
         }
         for (i, tag, h) in &second.intervals {
             hlogs[*i].write(tag, tick.start, tick.len, h)?;

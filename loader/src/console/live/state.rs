@@ -26,6 +26,8 @@ pub const SERIES: &[(&str, &str, &str)] = &[
     ("crossbench_acked_total", "counter", "stream cells: acknowledged pops (report.csv acked)"),
     ("crossbench_push_requests_total", "counter", "stream cells: push requests (report.csv push_requests)"),
     ("crossbench_partitions_created_total", "counter", "stream cells: partitions created (report.csv partitions_created)"),
+    ("crossbench_retries_total", "counter", "publish attempts that failed and were retried (the flows' publish_retries, as result.json has them)"),
+    ("crossbench_reconnects_total", "counter", "consumer reconnects, over the streams (the streams' reconnects, as result.json has them)"),
     ("crossbench_backlog_messages", "gauge", "messages published and not yet delivered downstream (report.csv lag_msgs)"),
     ("crossbench_unacked_messages", "gauge", "stream cells: popped and not yet acknowledged (report.csv unacked)"),
     ("crossbench_e2e_latency_seconds", "histogram", "end-to-end latency per flow (the e2e.hlog intervals, summed)"),
@@ -245,6 +247,14 @@ impl Live {
                 .or_insert_with(crate::measure::histograms::new_hist);
             // Both come from new_hist(): the same range, so adding cannot fail.
             let _ = total.add(*h);
+        }
+    }
+
+    /// Totals read from the cell's counters (`ProgressSource::live_totals`).
+    pub fn totals(&self, totals: &[(&'static str, u64)]) {
+        let mut s = self.state();
+        for (name, v) in totals {
+            s.counters.insert((name, String::new()), *v);
         }
     }
 

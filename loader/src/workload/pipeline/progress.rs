@@ -92,6 +92,19 @@ impl PipelineProgress {
 }
 
 impl ProgressSource for PipelineProgress {
+    fn live_totals(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (
+                "crossbench_retries_total",
+                self.flows.iter().map(|f| f.publish_retries.get()).sum(),
+            ),
+            (
+                "crossbench_reconnects_total",
+                self.streams.iter().map(|s| s.reconnects.get()).sum(),
+            ),
+        ]
+    }
+
     fn csv_comment(&self) -> String {
         format!("# crossbench report.csv v{REPORT_CSV_VERSION}")
     }

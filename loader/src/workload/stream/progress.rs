@@ -101,6 +101,16 @@ impl StreamProgress {
 }
 
 impl ProgressSource for StreamProgress {
+    fn live_totals(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("crossbench_retries_total", self.flow.publish_retries.get()),
+            (
+                "crossbench_reconnects_total",
+                self.streams.iter().map(|s| s.reconnects.get()).sum(),
+            ),
+        ]
+    }
+
     fn csv_comment(&self) -> String {
         format!("# crossbench report.csv v{REPORT_CSV_VERSION} workload=stream")
     }
