@@ -37,6 +37,7 @@ pub const SERIES: &[(&str, &str, &str)] = &[
     ("crossbench_load_held", "gauge", "1 when the cell held its load, 0 when it did not, once judged"),
     ("crossbench_campaign_cells_done", "gauge", "cells of the campaign (ceiling search, gate) finished"),
     ("crossbench_campaign_cells_total", "gauge", "cells of the campaign (ceiling search, gate) to run"),
+    ("crossbench_campaign_cells_left", "gauge", "cells of the campaign (ceiling search, gate) still to run"),
     ("crossbench_campaign_eta_seconds", "gauge", "the campaign's estimated time left, from the cells done so far"),
 ];
 
@@ -405,6 +406,12 @@ impl Live {
             let _ = writeln!(out, "crossbench_campaign_cells_done{{{c}}} {}", p.done);
             head(&mut out, "crossbench_campaign_cells_total");
             let _ = writeln!(out, "crossbench_campaign_cells_total{{{c}}} {}", p.total);
+            head(&mut out, "crossbench_campaign_cells_left");
+            let _ = writeln!(
+                out,
+                "crossbench_campaign_cells_left{{{c}}} {}",
+                p.total.saturating_sub(p.done)
+            );
             if p.done > 0 {
                 let per = p.started.elapsed().as_secs_f64() / p.done as f64;
                 head(&mut out, "crossbench_campaign_eta_seconds");
@@ -500,6 +507,16 @@ mod tests {
                 "{name} not in SERIES"
             );
         }
+        live.campaign_progress(1, 4);
+        let t = live.render();
+        assert!(
+            t.contains("crossbench_campaign_cells_left{campaign=\"c\"} 3\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("crossbench_campaign_eta_seconds{campaign=\"c\"}"),
+            "{t}"
+        );
         live.cell_ended("PASS", Some(true));
         let t = live.render();
         assert!(t.contains("crossbench_outcome{") && t.contains("outcome=\"PASS\"} 1"));
