@@ -273,6 +273,24 @@ fn report_subcommands_refuse_bad_input_with_exit_2() {
     }
 }
 
+/// `crossbench report <this repository's rel>` into a new temporary directory:
+/// (the repository's root, the directory, the report's directory).
+fn report_of(rel: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
+        .arg("report")
+        .arg(root.join(rel))
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "crossbench report {rel}: {status:?}");
+    (root, tmp, out)
+}
+
 /// The report of a whole campaign (`results/campaigns/findings`, 100 real cells), as
 /// a person opens it: the main page (organised by arm, its pictures linked files),
 /// one arm's page, and the findings' forest plot, each rendered in headless Chromium
@@ -283,18 +301,7 @@ fn a_campaign_report_renders_in_headless_chromium() {
     if !chromium_present() {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("report");
-    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
-        .arg("report")
-        .arg(root.join("results/campaigns/findings"))
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "crossbench report: {status:?}");
+    let (root, tmp, out) = report_of("results/campaigns/findings");
     let index = out.join("index.html").canonicalize().unwrap();
     let arm = out
         .join("arms/findings--f1-pgmq-sparse.html")
@@ -352,18 +359,8 @@ fn a_gate_report_renders_in_headless_chromium() {
     if !chromium_present() {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("report");
-    let status = Command::new(env!("CARGO_BIN_EXE_crossbench"))
-        .arg("report")
-        .arg(root.join("results/gates/2026-12-01-rabbit-sparse/classic-vs-quorum-p40"))
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "crossbench report: {status:?}");
+    let (_root, tmp, out) =
+        report_of("results/gates/2026-12-01-rabbit-sparse/classic-vs-quorum-p40");
     let index = out.join("index.html").canonicalize().unwrap();
     let text = std::fs::read_to_string(&index).unwrap();
     assert!(
