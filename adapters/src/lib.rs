@@ -19,6 +19,7 @@ pub mod provenance;
 pub mod race;
 pub mod redact;
 pub mod registry;
+pub mod tls;
 
 pub use bare::{BareClient, BareCounters, BareError, BarePlan};
 pub use broker::{

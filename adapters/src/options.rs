@@ -54,6 +54,12 @@ pub trait Section:
         Vec::new()
     }
 
+    /// What the console and the record must say about these options (an unverified
+    /// TLS connection, a password in the scenario's text).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The `host:port` the adapter connects to, for the harness's TCP proxy; `Err`
     /// says why the system cannot be routed through one.
     fn endpoint(&self) -> Result<String, String> {

@@ -295,6 +295,12 @@ impl SystemOptions {
         each_section!(self, o, _D => o.sample_targets())
     }
 
+    /// What the console and the record must say about the section (TLS unverified, a
+    /// password in the scenario's text).
+    pub fn warnings(&self) -> Vec<String> {
+        each_section!(self, o, _D => o.warnings())
+    }
+
     /// The section alone (without the system's name around it), as JSON.
     pub fn section_json(&self) -> serde_json::Value {
         each_section!(self, o, _D => serde_json::to_value(o).unwrap_or_default())

@@ -156,12 +156,16 @@ fn classify(e: sqlx::Error) -> (BrokerError, bool) {
 }
 
 /// The connection options of `o.dsn`, named `application` on the server and with the
-/// statement timeout set; a DSN that does not parse is a config error (redacted).
+/// statement timeout set; a DSN that does not parse is a config error (redacted). TLS
+/// as `o.tls` asks (verify-full, or `require` when insecure); without it no TLS at
+/// all, whatever the server offers, unless the DSN says `sslmode=`. The password
+/// from `password_env` or `password_file` when one is given.
 pub(crate) fn connect_options(
     o: &PgmqOptions,
     application: &str,
 ) -> Result<PgConnectOptions, BrokerError> {
-    Ok(PgConnectOptions::from_str(&o.dsn)
+    use sqlx::postgres::PgSslMode;
+    let mut opts = PgConnectOptions::from_str(&o.dsn)
         .map_err(|e| BrokerError::Config {
             field: "pgmq.dsn".into(),
             message: redact_dsn(&e.to_string()),
@@ -170,7 +174,99 @@ pub(crate) fn connect_options(
         .options([(
             "statement_timeout",
             format!("{}", o.statement_timeout.as_millis()),
-        )]))
+        )]);
+    if o.tls.on() {
+        opts = opts.ssl_mode(if o.tls.insecure {
+            PgSslMode::Require
+        } else {
+            PgSslMode::VerifyFull
+        });
+        if !o.tls.ca_file.is_empty() {
+            opts = opts.ssl_root_cert(o.tls.ca_file.as_str());
+        }
+        if !o.tls.cert_file.is_empty() {
+            opts = opts
+                .ssl_client_cert(o.tls.cert_file.as_str())
+                .ssl_client_key(o.tls.key_file.as_str());
+        }
+    } else if !o.dsn.contains("sslmode=") {
+        opts = opts.ssl_mode(PgSslMode::Disable);
+    }
+    if let Some(pw) = o.password()? {
+        opts = opts.password(&pw);
+    }
+    Ok(opts)
+}
+
+/// A failure to open the first connection, as a person can act on it: TLS refused
+/// (the CA, the name), the login refused (the password), the server requiring TLS;
+/// otherwise the server not reached. Each names the host and the field to fix.
+fn first_connection_error(o: &PgmqOptions, e: sqlx::Error) -> BrokerError {
+    let at = redact_dsn(&o.dsn);
+    let host = url::Url::parse(&o.dsn)
+        .ok()
+        .and_then(|u| {
+            u.host_str()
+                .map(|h| format!("{h}:{}", u.port().unwrap_or(5432)))
+        })
+        .unwrap_or_else(|| at.clone());
+    let name = url::Url::parse(&o.dsn)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default();
+    let text = redact_dsn(&e.to_string());
+    // rustls' verdicts reach sqlx as I/O errors of the handshake.
+    let tls_failed = match &e {
+        sqlx::Error::Tls(_) => true,
+        sqlx::Error::Io(io) => {
+            let t = io.to_string().to_ascii_lowercase();
+            o.tls.on()
+                && (t.contains("certificate") || t.contains("tls") || t.contains("handshake"))
+        }
+        _ => false,
+    };
+    match &e {
+        _ if tls_failed => BrokerError::Config {
+            field: if o.tls.ca_file.is_empty() {
+                "pgmq.tls".into()
+            } else {
+                "pgmq.tls.ca_file".into()
+            },
+            message: format!(
+                "TLS to PostgreSQL at {host} failed: {text}. The server's certificate must be signed by the CA in pgmq.tls.ca_file (or the system's roots) and carry the host name pgmq.dsn connects to ({name}): fix pgmq.tls.ca_file, or connect by the certificate's name in pgmq.dsn"
+            ),
+        },
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+            let msg = db.message().to_string();
+            match code.as_str() {
+                "28P01" => BrokerError::Config {
+                    field: "pgmq.password_env".into(),
+                    message: format!(
+                        "PostgreSQL at {host} refused the login: {msg}. Fix the password in pgmq.password_env (or pgmq.password_file), or the user in pgmq.dsn"
+                    ),
+                },
+                "28000" if msg.contains("no encryption") && !o.tls.on() => BrokerError::Config {
+                    field: "pgmq.tls".into(),
+                    message: format!(
+                        "PostgreSQL at {host} accepts this login only over TLS: {msg}. Set pgmq.tls (ca_file, the CA that signed its certificate)"
+                    ),
+                },
+                "28000" => BrokerError::Config {
+                    field: "pgmq.dsn".into(),
+                    message: format!(
+                        "PostgreSQL at {host} refused the login: {msg}. Fix the user or database in pgmq.dsn, or the server's pg_hba.conf"
+                    ),
+                },
+                _ => BrokerError::Connection(format!(
+                    "cannot connect to PostgreSQL at {at}: {text} (run scripts/provision/pgmq.sh)"
+                )),
+            }
+        }
+        _ => BrokerError::Connection(format!(
+            "cannot connect to PostgreSQL at {at}: {text} (run scripts/provision/pgmq.sh)"
+        )),
+    }
 }
 
 /// A pool of at most `size` connections, opened as needed, waiting at most 10 s for
@@ -322,12 +418,7 @@ impl PgmqBroker {
             }
             // Not readable (a role without pg_stat_activity rights): the default.
             Ok(None) => wanted,
-            Err(e) => {
-                return Err(BrokerError::Connection(format!(
-                    "cannot connect to PostgreSQL at {}: {e} (run scripts/provision/pgmq.sh)",
-                    redact_dsn(&self.options.dsn)
-                )))
-            }
+            Err(e) => return Err(first_connection_error(&self.options, e)),
         };
         let pool = lazy_pool(size, opts);
         let _ = self.pool_size.set(size);
@@ -707,11 +798,9 @@ const POOL_MARGIN: u32 = 4;
 /// The server's free connections now: max_connections less the superuser-reserved
 /// ones and every backend that holds a slot. `Ok(None)` when the settings cannot be
 /// read; `Err` when nothing connects.
-async fn free_connections(opts: &PgConnectOptions) -> Result<Option<u32>, String> {
+async fn free_connections(opts: &PgConnectOptions) -> Result<Option<u32>, sqlx::Error> {
     use sqlx::Connection;
-    let mut c = sqlx::PgConnection::connect_with(opts)
-        .await
-        .map_err(|e| classify(e).0.to_string())?;
+    let mut c = sqlx::PgConnection::connect_with(opts).await?;
     let row: Result<(i64,), sqlx::Error> = sqlx::query_as(
         "SELECT current_setting('max_connections')::bigint \
               - current_setting('superuser_reserved_connections')::bigint \

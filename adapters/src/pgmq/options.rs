@@ -77,6 +77,14 @@ pub struct PgmqOptions {
     /// Give up on one SQL call after this long (counted as an error, then retried).
     #[serde(with = "crate::duration_text")]
     pub statement_timeout: Duration,
+    /// TLS to the server (adapters/src/tls.rs): verify-full against `ca_file` (or the
+    /// system's roots), a client certificate for mutual TLS, `insecure` for a lab.
+    /// Off: no TLS, whatever the server offers, unless the DSN says `sslmode=`.
+    pub tls: crate::tls::TlsOptions,
+    /// The variable that holds the DSN user's password (never the scenario's text).
+    pub password_env: String,
+    /// Or a file whose first line is the password.
+    pub password_file: String,
 }
 
 impl Default for PgmqOptions {
@@ -92,11 +100,65 @@ impl Default for PgmqOptions {
             empty_backoff: Duration::from_millis(5),
             empty_backoff_max: Duration::from_millis(50),
             statement_timeout: Duration::from_secs(10),
+            tls: crate::tls::TlsOptions::default(),
+            password_env: String::new(),
+            password_file: String::new(),
         }
     }
 }
 
 impl PgmqOptions {
+    /// The password from `password_env` or `password_file`, if either is given.
+    pub fn password(&self) -> Result<Option<String>, crate::options::OptionsError> {
+        crate::tls::PasswordSource {
+            section: "pgmq",
+            env: &self.password_env,
+            file: &self.password_file,
+        }
+        .read()
+    }
+
+    /// The DSN as the sampler's PostgreSQL probe connects with it: the TLS settings as
+    /// libpq's URL parameters, and the password from its source. Held in memory only:
+    /// the sampler never prints a DSN, and every spec it writes is redacted.
+    pub fn probe_dsn(&self) -> String {
+        let mut dsn = self.dsn.clone();
+        if let Ok(Some(pw)) = self.password() {
+            if let Ok(mut u) = url_parts(&dsn) {
+                if u.password().is_none() && u.set_password(Some(&pw)).is_ok() {
+                    dsn = u.to_string();
+                }
+            }
+        }
+        let mut params = Vec::new();
+        if self.tls.on() && !dsn.contains("sslmode=") {
+            params.push(format!(
+                "sslmode={}",
+                if self.tls.insecure {
+                    "require"
+                } else {
+                    "verify-full"
+                }
+            ));
+            for (k, v) in [
+                ("sslrootcert", &self.tls.ca_file),
+                ("sslcert", &self.tls.cert_file),
+                ("sslkey", &self.tls.key_file),
+            ] {
+                if !v.is_empty() {
+                    params.push(format!("{k}={v}"));
+                }
+            }
+        } else if !dsn.contains("sslmode=") {
+            params.push("sslmode=disable".into());
+        }
+        if params.is_empty() {
+            return dsn;
+        }
+        let sep = if dsn.contains('?') { '&' } else { '?' };
+        format!("{dsn}{sep}{}", params.join("&"))
+    }
+
     /// The visibility timeout in whole seconds as pgmq takes it (rounded up, >= 1).
     pub fn vt_secs(&self) -> i32 {
         let ms = self.visibility_timeout.as_millis();
@@ -131,14 +193,45 @@ impl crate::options::Section for PgmqOptions {
         if !(self.dsn.starts_with("postgres://") || self.dsn.starts_with("postgresql://")) {
             return bad("dsn", "must be a postgres:// URL");
         }
+        self.tls.validate("pgmq")?;
+        if !self.tls.server_name.is_empty() {
+            let host = url_parts(&self.dsn)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default();
+            if host != self.tls.server_name {
+                return bad(
+                    "tls.server_name",
+                    "PostgreSQL's client verifies the certificate against the DSN's host: connect by the name the certificate carries (put it in pgmq.dsn) and leave server_name out",
+                );
+            }
+        }
+        if self.tls.on() && self.dsn.contains("sslmode=") {
+            return bad(
+                "dsn",
+                "give TLS in pgmq.tls or in the DSN's sslmode, not both",
+            );
+        }
+        self.password()?;
         Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.tls.warnings("pgmq");
+        if url_parts(&self.dsn).is_ok_and(|u| u.password().is_some()) {
+            w.push(crate::tls::password_in_text("pgmq.dsn"));
+        }
+        w
     }
 
     /// The PostgreSQL processes, and PostgreSQL's internals through the DSN.
     fn sample_targets(&self) -> Vec<(String, String)> {
         vec![
             ("postgres".into(), "proc:postgres".into()),
-            ("pg_internals".into(), format!("postgres:{}", self.dsn)),
+            (
+                "pg_internals".into(),
+                format!("postgres:{}", self.probe_dsn()),
+            ),
         ]
     }
 
@@ -152,6 +245,11 @@ impl crate::options::Section for PgmqOptions {
             ..self.clone()
         })
     }
+}
+
+/// The DSN's parts.
+fn url_parts(dsn: &str) -> Result<url::Url, String> {
+    url::Url::parse(dsn).map_err(|e| e.to_string())
 }
 
 /// Remove the password from a DSN or from any text that quotes one:

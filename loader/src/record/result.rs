@@ -150,6 +150,8 @@ pub fn provenance_warnings(
             d.provenance.version_or_not_reported()
         ));
     }
+    // The section's own: TLS that does not verify, a password in the scenario's text.
+    w.extend(s.options.warnings());
     w
 }
 

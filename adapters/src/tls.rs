@@ -1,0 +1,219 @@
+//! TLS and credentials, the same fields in every system's section (`<system>.tls`,
+//! `<system>.password_env`, `<system>.password_file`), so that a scenario reaches a
+//! production broker the same way whatever the broker:
+//!
+//! ```yaml
+//! pgmq:
+//!   dsn: postgres://bench@db.internal:5432/bench     # no password in the text
+//!   password_env: CROSSBENCH_PG_PASSWORD             # or password_file: /run/secrets/pg
+//!   tls:
+//!     ca_file: /etc/crossbench/ca.pem                # the CA that signed the server's certificate
+//!     cert_file: /etc/crossbench/client.pem          # mutual TLS (optional, with key_file)
+//!     key_file: /etc/crossbench/client.key
+//! ```
+//!
+//! `tls` is on when any of its fields is set (or `enabled: true`, which verifies
+//! against the system's trust roots). The server's certificate is verified, its name
+//! against the host the system connects to (`server_name` names another where the
+//! system's client allows it). `insecure: true` encrypts without verifying: for a lab,
+//! off by default, and a warning on the console and in the record whenever it is on.
+//!
+//! A password comes from the environment or from a file, never from the scenario's
+//! text: one written into a URL still works, with a warning. It never reaches a file
+//! the harness writes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::options::OptionsError;
+
+/// A system section's `tls:` block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsOptions {
+    /// TLS against the system's trust roots when no other field is set.
+    pub enabled: bool,
+    /// PEM file of the CA (or CAs) to trust instead of the system's roots.
+    pub ca_file: String,
+    /// PEM client certificate, for mutual TLS (with `key_file`).
+    pub cert_file: String,
+    /// PEM private key of `cert_file`.
+    pub key_file: String,
+    /// The name the server's certificate must carry, when it is not the host
+    /// connected to.
+    pub server_name: String,
+    /// Encrypt without verifying the server's certificate (a lab only).
+    pub insecure: bool,
+}
+
+impl TlsOptions {
+    /// Whether TLS is asked for.
+    pub fn on(&self) -> bool {
+        self.enabled
+            || self.insecure
+            || !self.ca_file.is_empty()
+            || !self.cert_file.is_empty()
+            || !self.key_file.is_empty()
+            || !self.server_name.is_empty()
+    }
+
+    /// The files exist and are readable, a certificate comes with its key.
+    pub fn validate(&self, section: &str) -> Result<(), OptionsError> {
+        let bad = |f: &str, m: String| Err(OptionsError::new(section, &format!("tls.{f}"), m));
+        for (field, path) in [
+            ("ca_file", &self.ca_file),
+            ("cert_file", &self.cert_file),
+            ("key_file", &self.key_file),
+        ] {
+            if !path.is_empty() {
+                if let Err(e) = std::fs::File::open(path) {
+                    return bad(
+                        field,
+                        format!("{path}: {e}; give the path of a readable PEM file"),
+                    );
+                }
+            }
+        }
+        if self.cert_file.is_empty() != self.key_file.is_empty() {
+            return bad(
+                if self.cert_file.is_empty() {
+                    "cert_file"
+                } else {
+                    "key_file"
+                },
+                "mutual TLS needs both cert_file and key_file".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// What the console and the record must say about it.
+    pub fn warnings(&self, section: &str) -> Vec<String> {
+        if self.insecure {
+            vec![format!(
+                "{section}.tls.insecure is on: the connection is encrypted but the server's certificate is NOT verified (anyone on the path can stand in for the server); never for a measurement that matters"
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// Where a password comes from: `password_env` (a variable's name) or `password_file`
+/// (a file whose first line is the password).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PasswordSource<'a> {
+    pub section: &'a str,
+    pub env: &'a str,
+    pub file: &'a str,
+}
+
+impl PasswordSource<'_> {
+    /// The password, `None` when neither is given; an error names the field and the
+    /// fix (never the value).
+    pub fn read(&self) -> Result<Option<String>, OptionsError> {
+        let bad = |f: &str, m: String| Err(OptionsError::new(self.section, f, m));
+        match (self.env.is_empty(), self.file.is_empty()) {
+            (true, true) => Ok(None),
+            (false, false) => bad(
+                "password_file",
+                "give password_env or password_file, not both".into(),
+            ),
+            (false, true) => match std::env::var(self.env) {
+                Ok(v) if !v.is_empty() => Ok(Some(v)),
+                _ => bad(
+                    "password_env",
+                    format!(
+                        "the variable {} is not set (export it, or name another)",
+                        self.env
+                    ),
+                ),
+            },
+            (true, false) => match std::fs::read_to_string(self.file) {
+                Ok(t) => match t.lines().next().map(str::trim_end) {
+                    Some(p) if !p.is_empty() => Ok(Some(p.to_string())),
+                    _ => bad(
+                        "password_file",
+                        format!("{}: the first line is empty", self.file),
+                    ),
+                },
+                Err(e) => bad(
+                    "password_file",
+                    format!("{}: {e}; give a readable file", self.file),
+                ),
+            },
+        }
+    }
+}
+
+/// The warning for a password written into a URL of the scenario's text.
+pub fn password_in_text(field: &str) -> String {
+    format!(
+        "{field} carries a password in the scenario's text: it works (and is redacted from every file the harness writes), but a scenario file is easily shared; set the section's password_env or password_file instead"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_validate_and_warn() {
+        assert!(!TlsOptions::default().on());
+        let t = TlsOptions {
+            enabled: true,
+            ..TlsOptions::default()
+        };
+        assert!(t.on() && t.validate("pgmq").is_ok() && t.warnings("pgmq").is_empty());
+        let t = TlsOptions {
+            ca_file: "/nonexistent/ca.pem".into(),
+            ..TlsOptions::default()
+        };
+        let e = t.validate("pgmq").unwrap_err().to_string();
+        assert!(
+            e.contains("pgmq.tls.ca_file") && e.contains("/nonexistent/ca.pem"),
+            "{e}"
+        );
+        let t = TlsOptions {
+            cert_file: "/dev/null".into(),
+            ..TlsOptions::default()
+        };
+        let e = t.validate("x").unwrap_err().to_string();
+        assert!(e.contains("x.tls.key_file"), "{e}");
+        let t = TlsOptions {
+            insecure: true,
+            ..TlsOptions::default()
+        };
+        assert!(t.on());
+        assert!(t.warnings("redis")[0].contains("redis.tls.insecure"));
+    }
+
+    #[test]
+    fn passwords_come_from_a_file_or_the_environment() {
+        let none = PasswordSource {
+            section: "pgmq",
+            env: "",
+            file: "",
+        };
+        assert_eq!(none.read().unwrap(), None);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pw");
+        std::fs::write(&f, "s3cret\n").unwrap();
+        let file = f.display().to_string();
+        let from_file = PasswordSource {
+            section: "pgmq",
+            env: "",
+            file: &file,
+        };
+        assert_eq!(from_file.read().unwrap().as_deref(), Some("s3cret"));
+        let unset = PasswordSource {
+            section: "pgmq",
+            env: "CROSSBENCH_TEST_SURELY_UNSET_PASSWORD",
+            file: "",
+        };
+        let e = unset.read().unwrap_err().to_string();
+        assert!(
+            e.contains("pgmq.password_env") && !e.contains("s3cret"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! TLS and authentication against servers that require them (issue 45), each a
+//! server of the test's own, never the machine's shared ones. Certificates are made
+//! at test time with `openssl`: a throwaway CA, a server certificate for 127.0.0.1
+//! signed by it, and a second CA that signed nothing the server has.
+//!
+//! PostgreSQL: a victim cluster with `ssl = on`, only `hostssl` lines for TCP, and a
+//! `scram-sha-256` user. A pgmq cell over TLS with the password from the environment
+//! ends PASS, its sampler reads PostgreSQL's internals over TLS too, and no file or
+//! console line carries the password. The wrong CA, the wrong password and no TLS
+//! each end the cell at setup, within seconds, exit 1, naming the host, what failed
+//! and the field to fix.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::victims::{need, PgCluster};
+use support::{binary, result, scenario};
+
+/// `sh -c cmd`, panicking with its output when it fails.
+fn sh(cmd: &str) {
+    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A CA (`<name>-ca.pem`) in `dir`, and with `server`, a certificate for 127.0.0.1 and
+/// localhost signed by it (`server.pem`, `server.key`).
+fn make_ca(dir: &Path, name: &str, server: bool) -> PathBuf {
+    let d = dir.display();
+    sh(&format!(
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=crossbench test CA {name}' \
+         -keyout {d}/{name}-ca.key -out {d}/{name}-ca.pem 2>&1"
+    ));
+    if server {
+        std::fs::write(
+            dir.join("san.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        sh(&format!(
+            "openssl req -newkey rsa:2048 -nodes -subj '/CN=127.0.0.1' -keyout {d}/server.key -out {d}/server.csr 2>&1 && \
+             openssl x509 -req -in {d}/server.csr -CA {d}/{name}-ca.pem -CAkey {d}/{name}-ca.key -CAcreateserial \
+             -days 2 -extfile {d}/san.ext -out {d}/server.pem 2>&1"
+        ));
+    }
+    dir.join(format!("{name}-ca.pem"))
+}
+
+/// `crossbench run pgmq-smoke` against the cluster with `sets`, the password in
+/// `CBTLS_PASSWORD`: (exit code, console, seconds it took).
+fn run(out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
+    let started = Instant::now();
+    let mut c = binary();
+    c.arg("run")
+        .arg(scenario("pgmq-smoke.yaml"))
+        .arg("--out")
+        .arg(out)
+        .env("CBTLS_PASSWORD", password);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let o = c.output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        started.elapsed().as_secs_f64(),
+    )
+}
+
+#[test]
+fn pgmq_over_tls_with_a_scram_password() {
+    let _g = support::serial();
+    let port = support::free_port();
+    let Some(pg) = need(
+        "a PostgreSQL cluster of the test's own",
+        PgCluster::start_named(port, "cbtls"),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    // The server's key where the cluster's owner can read it, and nobody else.
+    let conf = format!("/etc/postgresql/{}/{}", pg.version, pg.name);
+    sh(&format!(
+        "cp {c}/server.pem {c}/server.key {conf}/ && chown postgres:postgres {conf}/server.pem {conf}/server.key && chmod 600 {conf}/server.key",
+        c = certs.display()
+    ));
+    let secret = support::secrets::make("tls");
+    sh(&format!(
+        "psql -h 127.0.0.1 -p {port} -U postgres -d postgres -v ON_ERROR_STOP=1 -c \"create role cbtls superuser login password '{secret}'\" >/dev/null"
+    ));
+    std::fs::write(
+        format!("{conf}/conf.d/90-tls.conf"),
+        format!(
+            "ssl = on\nssl_cert_file = '{conf}/server.pem'\nssl_key_file = '{conf}/server.key'\npassword_encryption = scram-sha-256\n"
+        ),
+    )
+    .unwrap();
+    // TCP only over TLS, with a SCRAM password; the socket stays trusted (the test's
+    // own psql).
+    std::fs::write(
+        format!("{conf}/pg_hba.conf"),
+        "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    sh(&pg.restart_command());
+    // Up again (pg_isready: TCP without logging in, which the server now refuses).
+    let until = Instant::now() + Duration::from_secs(30);
+    while !Command::new("pg_isready")
+        .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        assert!(Instant::now() < until, "not up again: {}", pg.log_tail());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let dsn = format!("pgmq.dsn=postgres://cbtls@127.0.0.1:{port}/postgres");
+    let base = vec![
+        dsn.clone(),
+        "pgmq.password_env=CBTLS_PASSWORD".to_string(),
+        "duration=4s".into(),
+        "warmup=1s".into(),
+        "ramp=0s".into(),
+    ];
+    let with = |extra: &[String]| -> Vec<String> {
+        let mut v = base.clone();
+        v.extend(extra.iter().cloned());
+        v
+    };
+
+    // Over TLS with the right CA and password: PASS, the internals read over TLS too.
+    let good = tmp.path().join("good");
+    let (code, console, _) = run(
+        &good,
+        &with(&[format!("pgmq.tls.ca_file={}", ca.display())]),
+        &secret,
+    );
+    assert_eq!(code, 0, "{console}");
+    let r = result(&good);
+    assert_eq!(r["outcome"], "PASS", "{console}");
+    let samples = std::fs::read_to_string(good.join("samples.csv")).unwrap();
+    assert!(
+        samples
+            .lines()
+            .any(|l| l.contains(",pg_internals,postgres,backends,") && !l.ends_with(',')),
+        "PostgreSQL's internals read over TLS: {}",
+        samples
+            .lines()
+            .filter(|l| l.contains("pg_internals"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let scanned =
+        support::secrets::assert_nowhere(&secret, &[good.as_path()], &[("console", &console)]);
+    assert!(scanned > 10, "{scanned} files scanned");
+
+    // `insecure`: encrypted without verifying, so even the wrong CA connects; said on
+    // the console and in the record.
+    let lab = tmp.path().join("insecure");
+    let (code, console, _) = run(
+        &lab,
+        &with(&[
+            format!("pgmq.tls.ca_file={}", wrong_ca.display()),
+            "pgmq.tls.insecure=true".into(),
+        ]),
+        &secret,
+    );
+    assert_eq!(code, 0, "{console}");
+    assert!(
+        console.contains("warning: pgmq.tls.insecure is on"),
+        "the console says so: {console}"
+    );
+    let warned = result(&lab)["warnings"].to_string();
+    assert!(
+        warned.contains("pgmq.tls.insecure is on"),
+        "the record says so: {warned}"
+    );
+    let r = result(&good);
+    assert!(
+        !r["warnings"].to_string().contains("insecure"),
+        "a verified cell carries no such warning"
+    );
+
+    // Each mistake ends the cell at setup, within seconds, exit 1, with the fix.
+    let host = format!("127.0.0.1:{port}");
+    for (what, sets, password, field) in [
+        (
+            "the wrong CA",
+            with(&[format!("pgmq.tls.ca_file={}", wrong_ca.display())]),
+            secret.clone(),
+            "pgmq.tls.ca_file",
+        ),
+        (
+            "the wrong password",
+            with(&[format!("pgmq.tls.ca_file={}", ca.display())]),
+            "not-the-password".to_string(),
+            "pgmq.password_env",
+        ),
+        ("no TLS", with(&[]), secret.clone(), "pgmq.tls"),
+    ] {
+        let out = tmp.path().join(what.replace(' ', "-"));
+        let (code, console, secs) = run(&out, &sets, &password);
+        assert_eq!(code, 1, "{what}: {console}");
+        assert!(secs < 30.0, "{what}: {secs:.1} s before it gave up");
+        assert!(
+            console.contains(&host) && console.contains(field),
+            "{what}: the message names {host} and {field}:\n{console}"
+        );
+        assert!(!console.contains("panicked"), "{what}: {console}");
+        assert!(
+            !out.join("result.json").exists(),
+            "{what}: no record claims a result"
+        );
+        support::secrets::assert_nowhere(&secret, &[out.as_path()], &[(what, &console)]);
+        eprintln!(
+            "{what}: exit {code} after {secs:.1} s: {}",
+            console.lines().find(|l| l.contains(field)).unwrap_or("")
+        );
+    }
+}
