@@ -145,6 +145,18 @@ impl PasswordSource<'_> {
     }
 }
 
+/// A PostgreSQL URL as given, with `sslmode=disable` added when it names no
+/// `sslmode`: TLS only when asked, whatever the server offers (libpq's and sqlx's
+/// default, `prefer`, would take up a server's offer silently).
+pub fn plain_unless_asked(dsn: &str) -> String {
+    if dsn.contains("sslmode=") {
+        dsn.to_string()
+    } else {
+        let sep = if dsn.contains('?') { '&' } else { '?' };
+        format!("{dsn}{sep}sslmode=disable")
+    }
+}
+
 /// The warning for a password written into a URL of the scenario's text.
 pub fn password_in_text(field: &str) -> String {
     format!(
@@ -185,6 +197,22 @@ mod tests {
         };
         assert!(t.on());
         assert!(t.warnings("redis")[0].contains("redis.tls.insecure"));
+    }
+
+    #[test]
+    fn tls_only_when_asked() {
+        assert_eq!(
+            plain_unless_asked("postgres://u@h/db"),
+            "postgres://u@h/db?sslmode=disable"
+        );
+        assert_eq!(
+            plain_unless_asked("postgres://u@h/db?application_name=x"),
+            "postgres://u@h/db?application_name=x&sslmode=disable"
+        );
+        assert_eq!(
+            plain_unless_asked("postgres://u@h/db?sslmode=require"),
+            "postgres://u@h/db?sslmode=require"
+        );
     }
 
     #[test]

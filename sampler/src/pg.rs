@@ -84,7 +84,15 @@ impl PgProbe {
             if self.retry_at.is_some_and(|t| Instant::now() < t) {
                 return None;
             }
-            match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect(&self.dsn)).await {
+            // TLS only when the DSN asks (`sslmode=`): a server's offer is not taken up
+            // silently, as the adapters do not.
+            let dsn = if self.dsn.contains("sslmode=") {
+                self.dsn.clone()
+            } else {
+                let sep = if self.dsn.contains('?') { '&' } else { '?' };
+                format!("{}{sep}sslmode=disable", self.dsn)
+            };
+            match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect(&dsn)).await {
                 Ok(Ok(c)) => self.conn = Some(c),
                 _ => {
                     self.retry_at = Some(Instant::now() + RETRY_AFTER);

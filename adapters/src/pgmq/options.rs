@@ -130,30 +130,25 @@ impl PgmqOptions {
                 }
             }
         }
-        let mut params = Vec::new();
-        if self.tls.on() && !dsn.contains("sslmode=") {
-            params.push(format!(
-                "sslmode={}",
-                if self.tls.insecure {
-                    "require"
-                } else {
-                    "verify-full"
-                }
-            ));
-            for (k, v) in [
-                ("sslrootcert", &self.tls.ca_file),
-                ("sslcert", &self.tls.cert_file),
-                ("sslkey", &self.tls.key_file),
-            ] {
-                if !v.is_empty() {
-                    params.push(format!("{k}={v}"));
-                }
-            }
-        } else if !dsn.contains("sslmode=") {
-            params.push("sslmode=disable".into());
+        if !self.tls.on() {
+            return crate::tls::plain_unless_asked(&dsn);
         }
-        if params.is_empty() {
-            return dsn;
+        let mut params = vec![format!(
+            "sslmode={}",
+            if self.tls.insecure {
+                "require"
+            } else {
+                "verify-full"
+            }
+        )];
+        for (k, v) in [
+            ("sslrootcert", &self.tls.ca_file),
+            ("sslcert", &self.tls.cert_file),
+            ("sslkey", &self.tls.key_file),
+        ] {
+            if !v.is_empty() {
+                params.push(format!("{k}={v}"));
+            }
         }
         let sep = if dsn.contains('?') { '&' } else { '?' };
         format!("{dsn}{sep}{}", params.join("&"))

@@ -70,10 +70,18 @@ fn err(dsn: &str, what: &str, e: impl std::fmt::Display) -> BrokerError {
 /// database, and say what it found. Refused (an error) when the VACUUM takes longer
 /// than `limit`.
 pub async fn vacuum(dsn: &str, limit: Duration) -> Result<Vacuumed, BrokerError> {
-    let mut conn = tokio::time::timeout(Duration::from_secs(10), sqlx::PgConnection::connect(dsn))
-        .await
-        .map_err(|_| err(dsn, "connect", "no answer in 10 s"))?
-        .map_err(|e| err(dsn, "connect", e))?;
+    // No TLS unless the DSN asks for it (`sslmode=`), as pgmq: the server's offer is
+    // not taken up silently.
+    let opts = crate::tls::plain_unless_asked(dsn)
+        .parse::<sqlx::postgres::PgConnectOptions>()
+        .map_err(|e| err(dsn, "parse", e))?;
+    let mut conn = tokio::time::timeout(
+        Duration::from_secs(10),
+        <sqlx::PgConnection as sqlx::Connection>::connect_with(&opts),
+    )
+    .await
+    .map_err(|_| err(dsn, "connect", "no answer in 10 s"))?
+    .map_err(|e| err(dsn, "connect", e))?;
     let settings = ServerSettings::read(&mut conn)
         .await
         .map_err(|e| err(dsn, "read its settings", e))?;
