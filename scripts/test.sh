@@ -33,7 +33,8 @@ cargo --version
 rustc --version
 
 need_pkgs=()
-for p in pkg-config; do
+# openssl: the TLS tests make their throwaway CA and certificates with it.
+for p in pkg-config openssl; do
   command -v "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -80,6 +80,13 @@ fn run(out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
 
 #[test]
 fn pgmq_over_tls_with_a_scram_password() {
+    if !Path::new("/usr/bin/openssl").is_file() {
+        support::unavailable(
+            "/usr/bin/openssl missing (the test makes its certificates with it)",
+            "apt-get install openssl; scripts/test.sh installs it",
+        );
+        return;
+    }
     let _g = support::serial();
     let port = support::free_port();
     let Some(pg) = need(
