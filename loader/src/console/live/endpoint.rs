@@ -19,8 +19,9 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub const LAST_SCRAPE_WAIT: Duration = Duration::from_secs(15);
 
 /// A serving endpoint. When dropped (the command ends) and something has been
-/// scraping it, it waits for one more scrape (at most [`LAST_SCRAPE_WAIT`]), so that
-/// the scraper sees the last cell's outcome and phase `done`.
+/// scraping it, it waits for one more scrape to be answered whole (at most
+/// [`LAST_SCRAPE_WAIT`]), so that the scraper sees the last cell's outcome and phase
+/// `done`.
 #[derive(Debug)]
 pub struct Endpoint {
     /// The address bound (the port the system gave for port 0).
@@ -30,12 +31,13 @@ pub struct Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        let seen = self.live.scrapes();
-        if seen == 0 {
+        if self.live.last_answered() == 0 {
             return;
         }
+        // A scrape rendered from now on sees the end; wait until one is answered.
+        let wanted = self.live.rendered() + 1;
         let until = std::time::Instant::now() + LAST_SCRAPE_WAIT;
-        while self.live.scrapes() == seen && std::time::Instant::now() < until {
+        while self.live.last_answered() < wanted && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -116,8 +118,13 @@ async fn answer(mut sock: tokio::net::TcpStream, live: &'static Live) {
     let mut first = head.lines().next().unwrap_or("").split_whitespace();
     let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
+    let mut ticket = None;
     let (status, kind, body) = match (method, path) {
-        ("GET", "/metrics") => ("200 OK", CONTENT_TYPE, live.render()),
+        ("GET", "/metrics") => {
+            let (text, t) = live.render_numbered();
+            ticket = Some(t);
+            ("200 OK", CONTENT_TYPE, text)
+        }
         ("GET", "/") => (
             "200 OK",
             "text/plain; charset=utf-8",
@@ -133,8 +140,15 @@ async fn answer(mut sock: tokio::net::TcpStream, live: &'static Live) {
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let _ = tokio::time::timeout(Duration::from_secs(5), sock.write_all(reply.as_bytes())).await;
+    let written = tokio::time::timeout(Duration::from_secs(5), sock.write_all(reply.as_bytes()))
+        .await
+        .is_ok_and(|r| r.is_ok());
     let _ = sock.shutdown().await;
+    // Counted once the reply is out: the command's end waits on this count, and a
+    // reply rendered but not yet written would die with the process.
+    if let (Some(t), true) = (ticket, written) {
+        live.answered(t);
+    }
 }
 
 #[cfg(test)]

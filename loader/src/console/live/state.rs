@@ -64,7 +64,8 @@ pub struct Labels {
 #[derive(Debug, Default)]
 pub struct Live {
     inner: Mutex<State>,
-    /// Scrapes answered so far.
+    /// Scrapes rendered, and the latest whose reply was written whole (by number).
+    renders: std::sync::atomic::AtomicU64,
     scrapes: std::sync::atomic::AtomicU64,
 }
 
@@ -279,15 +280,33 @@ impl Live {
         });
     }
 
-    /// Scrapes answered so far.
-    pub fn scrapes(&self) -> u64 {
-        self.scrapes.load(std::sync::atomic::Ordering::Relaxed)
+    /// Scrapes rendered so far: the next one rendered gets this number plus one.
+    pub fn rendered(&self) -> u64 {
+        self.renders.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The latest scrape whose reply was written whole, by its number.
+    pub fn last_answered(&self) -> u64 {
+        self.scrapes.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Scrape `ticket`'s reply was written whole.
+    pub fn answered(&self, ticket: u64) {
+        self.scrapes
+            .fetch_max(ticket, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// The text a scrape gets, and its number (for [`Live::answered`]).
+    pub fn render_numbered(&self) -> (String, u64) {
+        let ticket = self
+            .renders
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1;
+        (self.render(), ticket)
     }
 
     /// The text a scrape gets.
     pub fn render(&self) -> String {
-        self.scrapes
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let s = self.state();
         let l = &s.labels;
         let id = format!(
