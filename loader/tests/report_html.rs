@@ -98,6 +98,14 @@ fn screenshot(page: &Path, profile: &Path, size: &str, shot: &Path, min_bytes: u
     );
 }
 
+/// The attributes of a rendered DOM's `<body>` tag (what the load handler marked).
+fn body_tag(dom: &str) -> &str {
+    dom.split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .expect("a <body> in the rendered DOM")
+}
+
 /// `page`'s DOM as headless Chromium rendered it, after checking what the page's
 /// load handler marked on `<body>`: no script error, no broken image, and `images`
 /// images decoded.
@@ -109,11 +117,7 @@ fn rendered(page: &Path, profile: &Path, images: usize, name: &str) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     let dom = String::from_utf8_lossy(&o.stdout).into_owned();
-    let body = dom
-        .split("<body")
-        .nth(1)
-        .and_then(|b| b.split('>').next())
-        .expect("a <body> in the rendered DOM");
+    let body = body_tag(&dom);
     assert_eq!(
         attr(body, "data-script-errors"),
         Some(0),
@@ -141,11 +145,7 @@ fn overflowing_tables(page: &Path, profile: &Path, width: u32, name: &str) -> u6
         profile,
     );
     let dom = String::from_utf8_lossy(&o.stdout).into_owned();
-    let body = dom
-        .split("<body")
-        .nth(1)
-        .and_then(|b| b.split('>').next())
-        .expect("a <body> in the rendered DOM");
+    let body = body_tag(&dom);
     assert_eq!(
         attr(body, "data-viewport-width"),
         Some(u64::from(width)),
