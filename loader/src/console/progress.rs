@@ -65,7 +65,9 @@ pub async fn run(
     }
     let mut ticker = Ticker::start(clock, quiet).await;
     // The live metrics, when served, read each second as report.csv gets it.
+    // Its phase is the cell's own, read at each scrape.
     let live = crate::console::live::hub().map(|l| {
+        l.follow_phase(phase.clone());
         let names: Vec<String> = source.hlogs().into_iter().map(|(n, _)| n).collect();
         (l, source.columns(), names)
     });
@@ -81,7 +83,7 @@ pub async fn run(
                 .iter()
                 .map(|(i, tag, h)| (names[*i].as_str(), tag.as_str(), *h))
                 .collect();
-            l.second(columns, &second.row, ph, &hists);
+            l.second(columns, &second.row, &hists);
             l.totals(totals.as_deref().unwrap_or_default());
         }
         for (i, tag, h) in &second.intervals {

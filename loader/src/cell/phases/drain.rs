@@ -67,7 +67,6 @@ impl<W: Workload> CellRun<'_, W> {
     ) -> Result<DrainEnded, Ended> {
         let s = self.s();
         run.phase.set(Phase::Drain);
-        crate::console::live::phase(Phase::Drain);
         self.meeting.drain_begins(self.workload.frontier_source());
         let started = Instant::now();
         let max = s.drain.max.0;

@@ -60,7 +60,6 @@ impl<W: Workload> CellRun<'_, W> {
             },
         );
         run.phase.set(Phase::Warmup);
-        crate::console::live::phase(Phase::Warmup);
         let faults = (!s.faults.is_empty() || sys.proxy.is_some())
             .then(|| Faults::start(s, sys.proxy.clone(), self.clock, start + warm));
         let timeline_stop = CancellationToken::new();
@@ -77,7 +76,6 @@ impl<W: Workload> CellRun<'_, W> {
             deliveries_at_start = workload.deliveries();
             workload.at_rated_start();
             run.phase.set(Phase::Rated);
-            crate::console::live::phase(Phase::Rated);
         })
         .await;
         // Every delivery made while the window ran (whenever its unit was

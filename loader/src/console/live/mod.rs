@@ -31,13 +31,6 @@ pub fn hub() -> Option<&'static Live> {
     LIVE.get()
 }
 
-/// The cell entered `p` (told at once, not at the next second).
-pub fn phase(p: crate::measure::phase::Phase) {
-    if let Some(l) = hub() {
-        l.set_phase(state::phase_name(p));
-    }
-}
-
 /// Start serving on `addr` (bound here, before any cell starts: an address in use
 /// is an error now, with nothing written). Once per process.
 pub fn serve(addr: std::net::SocketAddr) -> anyhow::Result<Endpoint> {

@@ -2,7 +2,8 @@
 //! series as labels), its phase, its counters and backlog as `report.csv` has them,
 //! its latency histograms as the `.hlog` files have them, the sampler's latest
 //! resources, the outcome once known, and a campaign's progress. Updated once a
-//! second by the live progress and at the cell's turns; rendered on each scrape.
+//! second by the live progress and at the cell's turns (the phase is the cell's
+//! own, read at each scrape while the live progress runs); rendered on each scrape.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,7 +12,9 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
-use crate::measure::phase::Phase;
+use std::sync::Arc;
+
+use crate::measure::phase::{Phase, PhaseCell};
 
 /// Every series the endpoint serves: (name, type, help). The dashboard's queries
 /// name only these (a test checks it).
@@ -72,7 +75,11 @@ pub struct Live {
 #[derive(Debug, Default)]
 struct State {
     labels: Labels,
+    /// The phase when the cell is not in one of its live progress's (setup,
+    /// verifying, done); empty before the first cell.
     phase: &'static str,
+    /// While the live progress runs: the cell's own phase, read at each scrape.
+    follow: Option<Arc<PhaseCell>>,
     /// (series, its own labels) → value.
     counters: BTreeMap<(&'static str, String), u64>,
     gauges: BTreeMap<(&'static str, String), f64>,
@@ -188,6 +195,7 @@ impl Live {
         s.labels.loader = loader;
         s.labels.loaders = loaders;
         s.phase = "setup";
+        s.follow = None;
         s.counters.clear();
         s.gauges.clear();
         s.hists.clear();
@@ -201,8 +209,16 @@ impl Live {
         self.state().labels.variant = variant.to_string();
     }
 
+    /// The cell left its live progress's phases for `phase` (verifying).
     pub fn set_phase(&self, phase: &'static str) {
-        self.state().phase = phase;
+        let mut s = self.state();
+        s.phase = phase;
+        s.follow = None;
+    }
+
+    /// The live progress runs: the phase is the cell's own, as it changes.
+    pub fn follow_phase(&self, cell: Arc<PhaseCell>) {
+        self.state().follow = Some(cell);
     }
 
     /// The sampler's rows, read at each scrape; `system` names the system's targets.
@@ -212,15 +228,8 @@ impl Live {
 
     /// One second of the live progress: `report.csv`'s row under its `columns`, and
     /// the second's histograms as (interval log's file name, tag, histogram).
-    pub fn second(
-        &self,
-        columns: &[String],
-        row: &str,
-        phase: Phase,
-        hists: &[(&str, &str, &Histogram<u64>)],
-    ) {
+    pub fn second(&self, columns: &[String], row: &str, hists: &[(&str, &str, &Histogram<u64>)]) {
         let mut s = self.state();
-        s.phase = phase_name(phase);
         for (c, v) in columns.iter().zip(row.split(',')) {
             let Some((counter, series, labels)) = column(c) else {
                 continue;
@@ -264,6 +273,7 @@ impl Live {
     pub fn cell_ended(&self, outcome: &str, load_held: Option<bool>) {
         let mut s = self.state();
         s.phase = "done";
+        s.follow = None;
         s.outcome = Some(outcome.to_string());
         s.load_held = load_held;
     }
@@ -332,14 +342,15 @@ impl Live {
                 let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
             }
         };
-        if !s.phase.is_empty() {
+        let phase = s.follow.as_ref().map_or(s.phase, |c| phase_name(c.get()));
+        if !phase.is_empty() {
             head(&mut out, "crossbench_phase");
             for p in PHASES {
                 let _ = writeln!(
                     out,
                     "crossbench_phase{{{}}} {}",
                     with(&format!("phase=\"{p}\"")),
-                    u8::from(*p == s.phase)
+                    u8::from(*p == phase)
                 );
             }
         }
@@ -469,13 +480,12 @@ mod tests {
         let mut h = crate::measure::histograms::new_hist();
         h.record(2_000).unwrap();
         h.record(40_000).unwrap();
-        live.second(
-            &cols,
-            "10,9,3,8,1.5",
-            Phase::Rated,
-            &[("e2e.hlog", "A", &h)],
-        );
-        live.second(&cols, "5,6,1,7,1.5", Phase::Rated, &[("e2e.hlog", "A", &h)]);
+        let cell_phase = Arc::new(PhaseCell::new(Phase::Warmup));
+        live.follow_phase(cell_phase.clone());
+        live.second(&cols, "10,9,3,8,1.5", &[("e2e.hlog", "A", &h)]);
+        // The phase is read at the scrape, as the cell changes it.
+        cell_phase.set(Phase::Rated);
+        live.second(&cols, "5,6,1,7,1.5", &[("e2e.hlog", "A", &h)]);
         let t = live.render();
         let id = "cell=\"smoke\",system=\"mem\",variant=\"\",loader=\"0\",loaders=\"1\",campaign=\"c\",arm=\"arm-1\"";
         assert!(
