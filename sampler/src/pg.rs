@@ -66,7 +66,16 @@ pub(crate) struct PgProbe {
 }
 
 impl PgProbe {
+    /// A probe of the server `dsn` names. TLS only when the DSN asks (`sslmode=`): a
+    /// server's offer is not taken up silently, as the adapters do not take it up
+    /// (`adapters::tls::plain_unless_asked`, the same rule).
     pub(crate) fn new(dsn: String) -> Self {
+        let dsn = if dsn.contains("sslmode=") {
+            dsn
+        } else {
+            let sep = if dsn.contains('?') { '&' } else { '?' };
+            format!("{dsn}{sep}sslmode=disable")
+        };
         PgProbe {
             dsn,
             conn: None,
@@ -84,15 +93,7 @@ impl PgProbe {
             if self.retry_at.is_some_and(|t| Instant::now() < t) {
                 return None;
             }
-            // TLS only when the DSN asks (`sslmode=`): a server's offer is not taken up
-            // silently, as the adapters do not.
-            let dsn = if self.dsn.contains("sslmode=") {
-                self.dsn.clone()
-            } else {
-                let sep = if self.dsn.contains('?') { '&' } else { '?' };
-                format!("{}{sep}sslmode=disable", self.dsn)
-            };
-            match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect(&dsn)).await {
+            match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect(&self.dsn)).await {
                 Ok(Ok(c)) => self.conn = Some(c),
                 _ => {
                     self.retry_at = Some(Instant::now() + RETRY_AFTER);

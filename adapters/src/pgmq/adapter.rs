@@ -203,17 +203,16 @@ pub(crate) fn connect_options(
 /// otherwise the server not reached. Each names the host and the field to fix.
 fn first_connection_error(o: &PgmqOptions, e: sqlx::Error) -> BrokerError {
     let at = redact_dsn(&o.dsn);
-    let host = url::Url::parse(&o.dsn)
-        .ok()
-        .and_then(|u| {
-            u.host_str()
-                .map(|h| format!("{h}:{}", u.port().unwrap_or(5432)))
-        })
-        .unwrap_or_else(|| at.clone());
-    let name = url::Url::parse(&o.dsn)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_default();
+    let url = url::Url::parse(&o.dsn).ok();
+    let name = url
+        .as_ref()
+        .and_then(|u| u.host_str())
+        .unwrap_or_default()
+        .to_string();
+    let host = match &url {
+        Some(u) if !name.is_empty() => format!("{name}:{}", u.port().unwrap_or(5432)),
+        _ => at.clone(),
+    };
     let text = redact_dsn(&e.to_string());
     // rustls' verdicts reach sqlx as I/O errors of the handshake.
     let tls_failed = match &e {

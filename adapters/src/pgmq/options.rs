@@ -118,8 +118,8 @@ impl PgmqOptions {
         .read()
     }
 
-    /// The DSN as the sampler's PostgreSQL probe connects with it: the TLS settings as
-    /// libpq's URL parameters, and the password from its source. Held in memory only:
+    /// The DSN as the sampler's PostgreSQL probe connects with it: the TLS settings,
+    /// when on, as libpq's URL parameters, and the password from its source. Held in memory only:
     /// the sampler never prints a DSN, and every spec it writes is redacted.
     pub fn probe_dsn(&self) -> String {
         let mut dsn = self.dsn.clone();
@@ -131,7 +131,8 @@ impl PgmqOptions {
             }
         }
         if !self.tls.on() {
-            return crate::tls::plain_unless_asked(&dsn);
+            // The sampler's probe connects without TLS unless the DSN asks.
+            return dsn;
         }
         let mut params = vec![format!(
             "sslmode={}",
