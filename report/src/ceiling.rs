@@ -209,27 +209,7 @@ fn build_judged(cells: &[CellRecord], judged: &SearchJudgements) -> Table {
         // Each cell with why it did not hold (`None`: it held), judged once.
         let judged: Vec<(&CellRecord, Option<String>)> =
             group.iter().map(|c| (*c, judged.symptom(c))).collect();
-        // Each rate once, as the campaign ceiling table writes them: `200` (one
-        // cell, held), `450✗` (one, not held), `250×3` (three, all held), `300✗1/3`
-        // (one of three not held).
-        let mut per_rate: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
-        for (c, why) in &judged {
-            let e = per_rate.entry(rate(c)).or_default();
-            if why.is_none() {
-                e.0 += 1;
-            } else {
-                e.1 += 1;
-            }
-        }
-        let rates: Vec<String> = per_rate
-            .iter()
-            .map(|(r, (held, not))| match (held, not) {
-                (1, 0) => format!("{r}"),
-                (0, 1) => format!("{r}✗"),
-                (h, 0) => format!("{r}×{h}"),
-                (h, n) => format!("{r}✗{n}/{}", h + n),
-            })
-            .collect();
+        let rates = rates_tried(judged.iter().map(|(c, why)| (rate(c), why.is_none())), true);
         // The highest rate at which every cell held (repeats at one rate must agree,
         // as in the search), and the first cell above it that did not.
         let best = judged
@@ -365,6 +345,31 @@ pub const SEARCH_COLUMNS: &[&str] = &[
     "rates tried",
 ];
 
+/// The rates tried, each once, from (rate, held) per cell: `250×3` (three cells,
+/// all held), `300✗1/3` (one of three not held). With `bare_singles` (the sweep
+/// table, whose cells are mostly one per rate), a rate of one cell is `200` (held)
+/// or `450✗` (not); otherwise (a search's probes) it is `200×1` or `450✗1/1`.
+fn rates_tried(cells: impl IntoIterator<Item = (u64, bool)>, bare_singles: bool) -> Vec<String> {
+    let mut by_rate: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
+    for (rate, held) in cells {
+        let e = by_rate.entry(rate).or_default();
+        if held {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+    by_rate
+        .iter()
+        .map(|(r, &(h, n))| match (h, n) {
+            (1, 0) if bare_singles => format!("{r}"),
+            (0, 1) if bare_singles => format!("{r}✗"),
+            (h, 0) => format!("{r}×{h}"),
+            (h, n) => format!("{r}✗{n}/{}", h + n),
+        })
+        .collect()
+}
+
 /// The ceiling searches' table: per search, the interval it found.
 pub fn searches(dirs: &[std::path::PathBuf]) -> Result<Table, crate::error::ReportError> {
     let mut t = Table::new("Ceiling searches", SEARCH_COLUMNS);
@@ -372,25 +377,7 @@ pub fn searches(dirs: &[std::path::PathBuf]) -> Result<Table, crate::error::Repo
     let mut rows = Vec::new();
     for d in dirs {
         let s = load_search(d)?;
-        let mut by_rate: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
-        for p in &s.probes {
-            let e = by_rate.entry(p.rate).or_default();
-            if p.held {
-                e.0 += 1;
-            } else {
-                e.1 += 1;
-            }
-        }
-        let tried: Vec<String> = by_rate
-            .iter()
-            .map(|(r, (h, n))| {
-                if *n == 0 {
-                    format!("{r}×{h}")
-                } else {
-                    format!("{r}✗{n}/{}", h + n)
-                }
-            })
-            .collect();
+        let tried = rates_tried(s.probes.iter().map(|p| (p.rate, p.held)), false);
         let interval = match (s.ceiling.held, s.ceiling.not_held) {
             (Some(a), Some(b)) => format!("[{}, {}) {}", count(Some(a)), count(Some(b)), s.unit),
             (None, _) => format!("< {} {}", count(Some(s.between[0])), s.unit),

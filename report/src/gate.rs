@@ -633,16 +633,15 @@ pub struct GateView {
 impl GateView {
     pub fn load(dir: &std::path::Path) -> Result<GateView, crate::error::ReportError> {
         let record = GateRecord::read(dir)?;
-        let mut legs = Vec::new();
-        for l in &record.legs {
-            let d = dir.join(&l.dir);
-            if d.join("result.json").is_file() {
-                legs.push((
+        let legs = record
+            .recorded_legs(dir)
+            .map(|(l, d)| {
+                Ok((
                     format!("pair {} {}, stage {}", l.pair, l.arm, l.stage),
                     CellRecord::load(&d)?,
-                ));
-            }
-        }
+                ))
+            })
+            .collect::<Result<Vec<_>, crate::error::ReportError>>()?;
         Ok(GateView {
             dir: dir.to_path_buf(),
             record,
@@ -976,11 +975,19 @@ impl GateRecord {
 
     /// The directories of the legs that left a cell record, under the gate's `dir`.
     pub fn leg_dirs(&self, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        self.recorded_legs(dir).map(|(_, d)| d).collect()
+    }
+
+    /// Each leg that left a cell record, with its directory under the gate's `dir`,
+    /// in gate.json's order.
+    fn recorded_legs<'a>(
+        &'a self,
+        dir: &'a std::path::Path,
+    ) -> impl Iterator<Item = (&'a Leg, std::path::PathBuf)> + 'a {
         self.legs
             .iter()
-            .map(|l| dir.join(&l.dir))
-            .filter(|d| d.join("result.json").is_file())
-            .collect()
+            .map(move |l| (l, dir.join(&l.dir)))
+            .filter(|(_, d)| d.join("result.json").is_file())
     }
 
     pub fn markdown(&self) -> String {
