@@ -98,8 +98,199 @@ impl TlsOptions {
     }
 }
 
-/// Where a password comes from: `password_env` (a variable's name) or `password_file`
-/// (a file whose first line is the password).
+/// The rustls client configuration of a `tls:` block: one TLS stack (rustls on the
+/// aws-lc-rs provider) for every client that takes a configuration (RabbitMQ, NATS,
+/// Redis, Queen). PostgreSQL's and Kafka's clients build their own from the same fields.
+#[cfg(feature = "tls")]
+pub mod client {
+    use std::sync::Arc;
+
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::CryptoProvider;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+    use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+    use super::TlsOptions;
+    use crate::options::OptionsError;
+
+    /// The provider every configuration is built on, installed as the process's default
+    /// too: a client that builds its own (lapin's connector, redis) finds it there,
+    /// where two compiled-in providers would otherwise make rustls refuse to choose.
+    pub fn provider() -> Arc<CryptoProvider> {
+        let p = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let _ = CryptoProvider::install_default((*p).clone());
+        p
+    }
+
+    impl TlsOptions {
+        /// The client configuration of this block in `section`: its CA file's
+        /// certificates (or the system's roots), its client certificate, or no
+        /// verification at all when `insecure`. A file that holds no certificate or
+        /// key is an error naming the field.
+        pub fn client_config(&self, section: &str) -> Result<ClientConfig, OptionsError> {
+            let bad = |f: &str, m: String| OptionsError::new(section, &format!("tls.{f}"), m);
+            let provider = provider();
+            let builder = ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| bad("enabled", format!("rustls: {e}")))?;
+            let builder = if self.insecure {
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            } else {
+                builder.with_root_certificates(self.roots(section)?)
+            };
+            if self.cert_file.is_empty() {
+                return Ok(builder.with_no_client_auth());
+            }
+            let certs = CertificateDer::pem_file_iter(&self.cert_file)
+                .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| bad("cert_file", format!("{}: {e}", self.cert_file)))?;
+            if certs.is_empty() {
+                return Err(bad(
+                    "cert_file",
+                    format!("{}: no PEM certificate in it", self.cert_file),
+                ));
+            }
+            let key = PrivateKeyDer::from_pem_file(&self.key_file).map_err(|e| {
+                bad(
+                    "key_file",
+                    format!("{}: no PEM private key in it ({e})", self.key_file),
+                )
+            })?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| bad("key_file", format!("{}: {e}", self.key_file)))
+        }
+
+        /// The CA file's certificates, or the system's trust roots.
+        fn roots(&self, section: &str) -> Result<RootCertStore, OptionsError> {
+            let bad = |f: &str, m: String| OptionsError::new(section, &format!("tls.{f}"), m);
+            let mut roots = RootCertStore::empty();
+            if self.ca_file.is_empty() {
+                let found = rustls_native_certs::load_native_certs();
+                let (added, _) = roots.add_parsable_certificates(found.certs);
+                if added == 0 {
+                    return Err(bad(
+                        "ca_file",
+                        "this machine has no trust roots rustls can read (install ca-certificates): give the CA's PEM file".into(),
+                    ));
+                }
+                return Ok(roots);
+            }
+            let certs = CertificateDer::pem_file_iter(&self.ca_file)
+                .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| bad("ca_file", format!("{}: {e}", self.ca_file)))?;
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(bad(
+                    "ca_file",
+                    format!("{}: no PEM certificate in it", self.ca_file),
+                ));
+            }
+            Ok(roots)
+        }
+
+        /// The name the server's certificate is checked against: `server_name`, or
+        /// the host connected to.
+        pub fn name_for<'a>(&'a self, host: &'a str) -> &'a str {
+            if self.server_name.is_empty() {
+                host
+            } else {
+                &self.server_name
+            }
+        }
+    }
+
+    /// What a failed handshake's text says went wrong, in a person's words, with the
+    /// field that fixes it; `None` when the text is not a certificate's verdict.
+    pub fn verdict(text: &str, section: &str) -> Option<(String, String)> {
+        let t = text.to_ascii_lowercase();
+        let (what, field) = if t.contains("unknownissuer")
+            || t.contains("unknown issuer")
+            || t.contains("unknown ca")
+        {
+            (
+                "the server's certificate is not signed by a CA it trusts",
+                "tls.ca_file",
+            )
+        } else if t.contains("notvalidforname") || t.contains("not valid for name") {
+            (
+                "the server's certificate does not carry the name connected to",
+                "tls.server_name",
+            )
+        } else if t.contains("expired") {
+            (
+                "the server's certificate has expired (or the clock is wrong)",
+                "tls.ca_file",
+            )
+        } else if t.contains("notvalidyet") {
+            (
+                "the server's certificate is not valid yet (or the clock is wrong)",
+                "tls.ca_file",
+            )
+        } else if t.contains("invalid peer certificate") || t.contains("certificate") {
+            ("the server's certificate was refused", "tls.ca_file")
+        } else {
+            return None;
+        };
+        Some((what.to_string(), format!("{section}.{field}")))
+    }
+
+    /// Encrypts, checks the handshake's signatures, trusts any certificate
+    /// (`insecure: true`, a lab only; warned about on the console and in the record).
+    #[derive(Debug)]
+    struct Unverified(Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for Unverified {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp_response: &[u8],
+            _now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+}
+
+/// Where a password (or a token) comes from: `<what>_env` (a variable's name) or
+/// `<what>_file` (a file whose first line is the secret).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PasswordSource<'a> {
     pub section: &'a str,
@@ -111,17 +302,24 @@ impl PasswordSource<'_> {
     /// The password, `None` when neither is given; an error names the field and the
     /// fix (never the value).
     pub fn read(&self) -> Result<Option<String>, OptionsError> {
+        self.read_as("password")
+    }
+
+    /// The secret named `what` (`password`, `token`): its fields are `<what>_env` and
+    /// `<what>_file`.
+    pub fn read_as(&self, what: &str) -> Result<Option<String>, OptionsError> {
+        let (env_field, file_field) = (format!("{what}_env"), format!("{what}_file"));
         let bad = |f: &str, m: String| Err(OptionsError::new(self.section, f, m));
         match (self.env.is_empty(), self.file.is_empty()) {
             (true, true) => Ok(None),
             (false, false) => bad(
-                "password_file",
-                "give password_env or password_file, not both".into(),
+                &file_field,
+                format!("give {env_field} or {file_field}, not both"),
             ),
             (false, true) => match std::env::var(self.env) {
                 Ok(v) if !v.is_empty() => Ok(Some(v)),
                 _ => bad(
-                    "password_env",
+                    &env_field,
                     format!(
                         "the variable {} is not set (export it, or name another)",
                         self.env
@@ -132,12 +330,12 @@ impl PasswordSource<'_> {
                 Ok(t) => match t.lines().next().map(str::trim_end) {
                     Some(p) if !p.is_empty() => Ok(Some(p.to_string())),
                     _ => bad(
-                        "password_file",
+                        &file_field,
                         format!("{}: the first line is empty", self.file),
                     ),
                 },
                 Err(e) => bad(
-                    "password_file",
+                    &file_field,
                     format!("{}: {e}; give a readable file", self.file),
                 ),
             },

@@ -56,10 +56,15 @@ fn make_ca(dir: &Path, name: &str, server: bool) -> PathBuf {
 /// `crossbench run pgmq-smoke` against the cluster with `sets`, the password in
 /// `CBTLS_PASSWORD`: (exit code, console, seconds it took).
 fn run(out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
+    run_scenario("pgmq-smoke.yaml", out, sets, password)
+}
+
+/// `crossbench run <file>` with `sets`, the password in `CBTLS_PASSWORD`.
+fn run_scenario(file: &str, out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
     let started = Instant::now();
     let mut c = binary();
     c.arg("run")
-        .arg(scenario("pgmq-smoke.yaml"))
+        .arg(scenario(file))
         .arg("--out")
         .arg(out)
         .env("CBTLS_PASSWORD", password);
@@ -78,13 +83,51 @@ fn run(out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
     )
 }
 
-#[test]
-fn pgmq_over_tls_with_a_scram_password() {
-    if !Path::new("/usr/bin/openssl").is_file() {
+/// Whether openssl is here to make the certificates (said when it is not).
+fn openssl() -> bool {
+    let here = Path::new("/usr/bin/openssl").is_file();
+    if !here {
         support::unavailable(
             "/usr/bin/openssl missing (the test makes its certificates with it)",
             "apt-get install openssl; scripts/test.sh installs it",
         );
+    }
+    here
+}
+
+/// A mistake a person makes (the wrong CA, the wrong password, no TLS): the cell ends
+/// at setup within seconds, exit 1, naming `host` and `field`, no panic, no record
+/// that claims a result, and the secret nowhere.
+fn ends_at_setup(
+    what: &str,
+    out: &Path,
+    run: (i32, String, f64),
+    host: &str,
+    field: &str,
+    secret: &str,
+) {
+    let (code, console, secs) = run;
+    assert_eq!(code, 1, "{what}: {console}");
+    assert!(secs < 30.0, "{what}: {secs:.1} s before it gave up");
+    assert!(
+        console.contains(host) && console.contains(field),
+        "{what}: the message names {host} and {field}:\n{console}"
+    );
+    assert!(!console.contains("panicked"), "{what}: {console}");
+    assert!(
+        !out.join("result.json").exists(),
+        "{what}: no record claims a result"
+    );
+    support::secrets::assert_nowhere(secret, &[out], &[(what, &console)]);
+    eprintln!(
+        "{what}: exit {code} after {secs:.1} s: {}",
+        console.lines().find(|l| l.contains(field)).unwrap_or("")
+    );
+}
+
+#[test]
+fn pgmq_over_tls_with_a_scram_password() {
+    if !openssl() {
         return;
     }
     let _g = support::serial();
@@ -228,22 +271,116 @@ fn pgmq_over_tls_with_a_scram_password() {
         ("no TLS", with(&[]), secret.clone(), "pgmq.tls"),
     ] {
         let out = tmp.path().join(what.replace(' ', "-"));
-        let (code, console, secs) = run(&out, &sets, &password);
-        assert_eq!(code, 1, "{what}: {console}");
-        assert!(secs < 30.0, "{what}: {secs:.1} s before it gave up");
-        assert!(
-            console.contains(&host) && console.contains(field),
-            "{what}: the message names {host} and {field}:\n{console}"
-        );
-        assert!(!console.contains("panicked"), "{what}: {console}");
-        assert!(
-            !out.join("result.json").exists(),
-            "{what}: no record claims a result"
-        );
-        support::secrets::assert_nowhere(&secret, &[out.as_path()], &[(what, &console)]);
-        eprintln!(
-            "{what}: exit {code} after {secs:.1} s: {}",
-            console.lines().find(|l| l.contains(field)).unwrap_or("")
-        );
+        let ran = run(&out, &sets, &password);
+        ends_at_setup(what, &out, ran, &host, field, &secret);
+    }
+}
+
+/// RabbitMQ: a node of the test's own whose only listener is TLS (`listeners.tcp =
+/// none`), a user of its own with a password. A rabbit-smoke cell over `amqps://` with
+/// the password from the environment ends PASS, and no file or console line carries
+/// the password; the wrong CA, the wrong server name and the wrong password each end
+/// the cell at setup, within seconds, exit 1, naming the host and the field to fix.
+#[test]
+fn rabbitmq_over_tls_with_a_password() {
+    if !openssl() {
+        return;
+    }
+    let _g = support::serial();
+    let port = support::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    let conf = format!(
+        "listeners.tcp = none\nlisteners.ssl.default = 127.0.0.1:{port}\n\
+         ssl_options.cacertfile = {{dir}}/good-ca.pem\nssl_options.certfile = {{dir}}/server.pem\n\
+         ssl_options.keyfile = {{dir}}/server.key\nssl_options.verify = verify_none\n\
+         ssl_options.fail_if_no_peer_cert = false\nloopback_users = none\n"
+    );
+    let Some(node) = need(
+        "a RabbitMQ node of the test's own with a TLS listener",
+        support::victims::RabbitNode::start_with(
+            port,
+            &conf,
+            &[&ca, &certs.join("server.pem"), &certs.join("server.key")],
+        ),
+    ) else {
+        return;
+    };
+    let secret = support::secrets::make("tlsrabbit");
+    for args in [
+        format!("add_user cbtls '{secret}'"),
+        "set_permissions -p / cbtls '.*' '.*' '.*'".to_string(),
+    ] {
+        let (ok, out) = node.ctl(&args);
+        assert!(ok, "rabbitmqctl {args}: {out}");
+    }
+    let base = vec![
+        format!("rabbitmq.url=amqps://cbtls@127.0.0.1:{port}/%2f"),
+        "rabbitmq.password_env=CBTLS_PASSWORD".to_string(),
+        // rabbitmqctl would ask the machine's shared node, not this one.
+        "rabbitmq.cost_snapshot=false".into(),
+        "duration=4s".into(),
+        "warmup=1s".into(),
+        "ramp=0s".into(),
+        // See pgmq's cell above: what is tested is the connection and the checker.
+        "void.schedule_lag_p99_max=10s".into(),
+        "void.loader_cpu_max=1.0".into(),
+    ];
+    let with = |extra: &[String]| -> Vec<String> {
+        let mut v = base.clone();
+        v.extend(extra.iter().cloned());
+        v
+    };
+    let run = |out: &Path, sets: &[String], password: &str| {
+        run_scenario("rabbit-smoke.yaml", out, sets, password)
+    };
+
+    let good = tmp.path().join("good");
+    let (code, console, _) = run(
+        &good,
+        &with(&[format!("rabbitmq.tls.ca_file={}", ca.display())]),
+        &secret,
+    );
+    assert_eq!(code, 0, "{console}\n{}", node.log_tail());
+    let r = result(&good);
+    assert_eq!(r["outcome"], "PASS", "{console}");
+    // The server's own words, read over the TLS listener too (the only one it has).
+    let p = &r["provenance"];
+    assert_eq!(p["product"], "RabbitMQ", "{p}");
+    assert!(p["version"].as_str().is_some_and(|v| !v.is_empty()), "{p}");
+    let scanned =
+        support::secrets::assert_nowhere(&secret, &[good.as_path()], &[("console", &console)]);
+    assert!(scanned > 10, "{scanned} files scanned");
+
+    let host = format!("127.0.0.1:{port}");
+    for (what, sets, password, field) in [
+        (
+            "the wrong CA",
+            with(&[format!("rabbitmq.tls.ca_file={}", wrong_ca.display())]),
+            secret.clone(),
+            "rabbitmq.tls.ca_file",
+        ),
+        (
+            "the wrong server name",
+            with(&[
+                format!("rabbitmq.tls.ca_file={}", ca.display()),
+                "rabbitmq.tls.server_name=broker.example".into(),
+            ]),
+            secret.clone(),
+            "rabbitmq.tls.server_name",
+        ),
+        (
+            "the wrong password",
+            with(&[format!("rabbitmq.tls.ca_file={}", ca.display())]),
+            "not-the-password".to_string(),
+            "rabbitmq.password_env",
+        ),
+    ] {
+        let out = tmp.path().join(what.replace(' ', "-"));
+        let ran = run(&out, &sets, &password);
+        ends_at_setup(what, &out, ran, &host, field, &secret);
     }
 }

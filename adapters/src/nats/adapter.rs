@@ -234,19 +234,7 @@ impl NatsBroker {
         &self,
         name: &str,
     ) -> Result<(async_nats::Client, jetstream::Context), BrokerError> {
-        let client = async_nats::ConnectOptions::new()
-            .name(name)
-            .connection_timeout(Duration::from_secs(5))
-            .request_timeout(Some(self.options.request_timeout))
-            .connect(self.options.url.as_str())
-            .await
-            .map_err(|e| {
-                BrokerError::Connection(format!(
-                    "cannot connect to NATS at {}: {} (run {PROVISION})",
-                    redact_url_passwords(&self.options.url),
-                    redact_url_passwords(&e.to_string())
-                ))
-            })?;
+        let client = super::dial::open(&self.options, name, PROVISION).await?;
         let mut js = jetstream::new(client.clone());
         js.set_timeout(self.options.request_timeout);
         Ok((client, js))

@@ -44,13 +44,7 @@ impl NatsBare {
         adapter.setup(&plan.topology).await?;
         adapter.close().await?;
         let lanes = plan.topology.physical_lanes(o.max_lanes);
-        let client = async_nats::ConnectOptions::new()
-            .name("crossbench-bare")
-            .connection_timeout(Duration::from_secs(5))
-            .request_timeout(Some(o.request_timeout))
-            .connect(o.url.as_str())
-            .await
-            .map_err(|e| BrokerError::Connection(redact_url_passwords(&e.to_string())))?;
+        let client = super::dial::open(o, "crossbench-bare", "scripts/provision/nats.sh").await?;
         let mut js = jetstream::new(client.clone());
         js.set_timeout(o.request_timeout);
         let tok = token(topic);

@@ -10,4 +10,6 @@ mod adapter;
 #[cfg(feature = "nats")]
 pub mod bare;
 #[cfg(feature = "nats")]
+mod dial;
+#[cfg(feature = "nats")]
 pub use adapter::{message_id, NatsBroker};

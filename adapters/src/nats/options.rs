@@ -35,6 +35,15 @@ pub struct NatsOptions {
     pub request_timeout: Duration,
     /// The sampler's target: the server's process name.
     pub process: String,
+    /// TLS to the server (adapters/src/tls.rs). A `tls://` URL with no `tls` block
+    /// verifies against the system's trust roots.
+    pub tls: crate::tls::TlsOptions,
+    /// The variable that holds the URL user's password (`nats://user@host:4222`).
+    pub password_env: String,
+    /// Or a file whose first line is the password.
+    pub password_file: String,
+    /// A NATS credentials file (a user JWT and its nkey seed, `nsc`'s `.creds`).
+    pub creds_file: String,
 }
 
 impl Default for NatsOptions {
@@ -48,6 +57,10 @@ impl Default for NatsOptions {
             setup_concurrency: 32,
             request_timeout: Duration::from_secs(10),
             process: "nats-server".into(),
+            tls: crate::tls::TlsOptions::default(),
+            password_env: String::new(),
+            password_file: String::new(),
+            creds_file: String::new(),
         }
     }
 }
@@ -70,6 +83,41 @@ impl crate::options::Section for NatsOptions {
         if self.request_timeout < Duration::from_millis(100) {
             return bad("request_timeout", "must be >= 100ms");
         }
+        self.tls.validate("nats")?;
+        if !self.tls.server_name.is_empty() {
+            return bad(
+                "tls.server_name",
+                "the NATS client checks the certificate against the URL's host: connect by the name the certificate carries",
+            );
+        }
+        let password = self.password()?;
+        let url = url::Url::parse(&self.url).map_err(|e| {
+            crate::options::OptionsError::new("nats", "url", format!("does not parse: {e}"))
+        })?;
+        if password.is_some() && url.username().is_empty() {
+            return bad(
+                "url",
+                "a password_env or password_file needs a user in the URL (nats://user@host:4222)",
+            );
+        }
+        if !self.creds_file.is_empty() {
+            if let Err(e) = std::fs::File::open(&self.creds_file) {
+                return Err(crate::options::OptionsError::new(
+                    "nats",
+                    "creds_file",
+                    format!(
+                        "{}: {e}; give the path of a readable .creds file",
+                        self.creds_file
+                    ),
+                ));
+            }
+            if password.is_some() || url.password().is_some() {
+                return bad(
+                    "creds_file",
+                    "give a creds_file or a user's password, not both",
+                );
+            }
+        }
         if self.sync_interval.trim().is_empty() {
             return bad(
                 "sync_interval",
@@ -77,6 +125,14 @@ impl crate::options::Section for NatsOptions {
             );
         }
         Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.tls.warnings("nats");
+        if url::Url::parse(&self.url).is_ok_and(|u| u.password().is_some()) {
+            w.push(crate::tls::password_in_text("nats.url"));
+        }
+        w
     }
 
     fn sample_targets(&self) -> Vec<(String, String)> {
@@ -100,6 +156,21 @@ impl crate::options::Section for NatsOptions {
 }
 
 impl NatsOptions {
+    /// The password from `password_env` or `password_file`, if either is given.
+    pub fn password(&self) -> Result<Option<String>, crate::options::OptionsError> {
+        crate::tls::PasswordSource {
+            section: "nats",
+            env: &self.password_env,
+            file: &self.password_file,
+        }
+        .read()
+    }
+
+    /// Whether the connection is TLS (a `tls://` URL or a `tls` block).
+    pub fn tls_on(&self) -> bool {
+        self.tls.on() || self.url.starts_with("tls://")
+    }
+
     /// True when the operator says the server fsyncs every write.
     pub fn syncs_always(&self) -> bool {
         self.sync_interval.trim().eq_ignore_ascii_case("always")

@@ -64,7 +64,7 @@ pub(crate) fn body_error(op: &str, error: &str) -> Failure {
 /// no proxy, `TCP_NODELAY`, the bearer token as a sensitive default header.
 pub(crate) fn http_client(o: &QueenOptions) -> Result<reqwest::Client, BrokerError> {
     let mut headers = HeaderMap::new();
-    if let Some(t) = &o.token {
+    if let Some(t) = &o.bearer()? {
         let mut v =
             HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| BrokerError::Config {
                 field: "queen.token".into(),
@@ -73,7 +73,11 @@ pub(crate) fn http_client(o: &QueenOptions) -> Result<reqwest::Client, BrokerErr
         v.set_sensitive(true);
         headers.insert(AUTHORIZATION, v);
     }
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder();
+    if o.url.starts_with("https://") {
+        builder = builder.tls_backend_preconfigured(o.tls.client_config("queen")?);
+    }
+    builder
         .default_headers(headers)
         // Loopback only: never route through an environment proxy.
         .no_proxy()

@@ -85,6 +85,13 @@ pub struct QueenOptions {
     /// Its password is redacted in every file the harness writes.
     #[serde(serialize_with = "redacted_url")]
     pub store_dsn: Option<String>,
+    /// TLS to the server (adapters/src/tls.rs); needs an `https://` URL. An
+    /// `https://` URL with no `tls` block verifies against the system's trust roots.
+    pub tls: crate::tls::TlsOptions,
+    /// The variable that holds the bearer token (instead of `token` in the text).
+    pub token_env: String,
+    /// Or a file whose first line is the bearer token.
+    pub token_file: String,
 }
 
 impl Default for QueenOptions {
@@ -104,11 +111,35 @@ impl Default for QueenOptions {
             completed_retention_sec: 300,
             delayed_processing: Duration::ZERO,
             store_dsn: None,
+            tls: crate::tls::TlsOptions::default(),
+            token_env: String::new(),
+            token_file: String::new(),
         }
     }
 }
 
 impl QueenOptions {
+    /// The bearer token, from `token`, `token_env` or `token_file` (`None` without one).
+    pub fn bearer(&self) -> Result<Option<String>, crate::options::OptionsError> {
+        if let Some(t) = &self.token {
+            if t.is_empty() {
+                return Err(crate::options::OptionsError::new(
+                    "queen",
+                    "token",
+                    "must be a non-empty token without spaces (or omit it)",
+                ));
+            }
+            return Ok(Some(t.clone()));
+        }
+        // The same rules as a password's source.
+        crate::tls::PasswordSource {
+            section: "queen",
+            env: &self.token_env,
+            file: &self.token_file,
+        }
+        .read_as("token")
+    }
+
     /// The lease in whole seconds as Queen takes it.
     pub fn lease_secs(&self) -> u64 {
         self.lease_time.as_secs().max(1)
@@ -132,20 +163,30 @@ impl QueenOptions {
 impl crate::options::Section for QueenOptions {
     fn validate(&self) -> Result<(), crate::options::OptionsError> {
         let bad = |f: &str, m: &str| Err(crate::options::OptionsError::new("queen", f, m));
-        if self.url.starts_with("https://") {
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return bad(
                 "url",
-                "https is not built in (no TLS stack); run Queen on loopback and use http://",
+                "must be an http:// or https:// URL such as http://127.0.0.1:6632",
             );
         }
-        if !self.url.starts_with("http://") {
+        self.tls.validate("queen")?;
+        if self.tls.on() && !self.url.starts_with("https://") {
             return bad(
                 "url",
-                "must be an http:// URL such as http://127.0.0.1:6632",
+                "queen.tls is set but the URL is http://: give the server's https:// URL",
             );
         }
-        if let Some(t) = &self.token {
-            if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if !self.tls.server_name.is_empty() {
+            return bad(
+                "tls.server_name",
+                "the HTTP client checks the certificate against the URL's host: connect by the name the certificate carries",
+            );
+        }
+        if self.token.is_some() && !(self.token_env.is_empty() && self.token_file.is_empty()) {
+            return bad("token", "give token, token_env or token_file, one of them");
+        }
+        if let Some(t) = self.bearer()? {
+            if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
                 return bad(
                     "token",
                     "must be a non-empty token without spaces (or omit it)",
@@ -208,6 +249,16 @@ impl crate::options::Section for QueenOptions {
             );
         }
         Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.tls.warnings("queen");
+        if self.token.is_some() {
+            w.push(
+                "queen.token is in the scenario's text: it works (and is never written to a file the harness writes), but a scenario file is easily shared; set queen.token_env or queen.token_file instead".into(),
+            );
+        }
+        w
     }
 
     /// The server binary is `queen-server` (a bare `queen` would also match postgres

@@ -39,9 +39,7 @@ use lapin::options::{
     QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use lapin::{
-    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
-};
+use lapin::{BasicProperties, Channel, Confirmation, Connection, ExchangeKind};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use tokio::task::JoinSet;
@@ -307,27 +305,28 @@ impl Inner {
                 }
             }
         }
-        let props = ConnectionProperties::default()
-            .with_connection_name(LongString::from(format!("crossbench-{name}")));
-        let failure = match tokio::time::timeout(
-            OP_TIMEOUT,
-            Connection::connect(&self.opts.url, props),
-        )
-        .await
-        {
-            Ok(Ok(c)) => {
-                *self.connect_gate.lock() = ConnectGate::default();
-                return Ok(c);
-            }
-            Ok(Err(e)) => format!(
-                "cannot connect to {}: {e} (is RabbitMQ running? scripts/provision/rabbitmq.sh)",
-                self.opts.url
-            ),
-            Err(_) => format!(
-                "connecting to {} timed out after {OP_TIMEOUT:?}",
-                self.opts.url
-            ),
-        };
+        let at = self.redact(&self.opts.url);
+        let failure =
+            match tokio::time::timeout(OP_TIMEOUT, super::dial::open(&self.opts, name)).await {
+                Ok(Ok(c)) => {
+                    *self.connect_gate.lock() = ConnectGate::default();
+                    return Ok(c);
+                }
+                Ok(Err(e)) => match super::dial::failure(&self.opts, &e, &at) {
+                    // The scenario's to fix: no retry can help.
+                    BrokerError::Config { field, message } => {
+                        let e = BrokerError::Config {
+                            field,
+                            message: self.redact(&message),
+                        };
+                        self.stats.error(&e);
+                        return Err(e);
+                    }
+                    BrokerError::Connection(text) => text,
+                    other => other.to_string(),
+                },
+                Err(_) => format!("connecting to {at} timed out after {OP_TIMEOUT:?}"),
+            };
         {
             let mut g = self.connect_gate.lock();
             g.retry_at = Some(std::time::Instant::now() + g.backoff);
@@ -1090,7 +1089,7 @@ impl Inner {
             ));
         }
         let mut provenance = super::handshake::provenance(
-            super::handshake::server_properties(&self.opts.url, Duration::from_secs(10)).await,
+            super::handshake::server_properties(&self.opts, Duration::from_secs(10)).await,
         );
         provenance.setting("queue_type", self.opts.queue_type.name());
         provenance.note("queue_type: x-queue-type as the adapter declared it on every queue (a declare that the server answered, not read back)");

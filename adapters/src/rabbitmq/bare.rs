@@ -18,8 +18,8 @@ use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
     ConfirmSelectOptions,
 };
-use lapin::types::{FieldTable, LongString, ShortString};
-use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Confirmation, Connection};
 use tokio_util::sync::CancellationToken;
 
 use super::adapter::Built;
@@ -46,9 +46,7 @@ fn err(what: &str, e: impl std::fmt::Display) -> BrokerError {
 }
 
 async fn connect(o: &RabbitOptions, name: &str) -> Result<Connection, BrokerError> {
-    let props = ConnectionProperties::default()
-        .with_connection_name(LongString::from(format!("crossbench-bare-{name}")));
-    Connection::connect(&o.url, props)
+    super::dial::open(o, &format!("bare-{name}"))
         .await
         .map_err(|e| err("connect", e))
 }

@@ -1,15 +1,20 @@
 //! The server's properties from the AMQP 0-9-1 handshake (`connection.start`:
 //! product, version, platform, cluster name), for the record's provenance. lapin
-//! reads them and does not keep them, so the adapter opens one more TCP connection,
-//! sends the protocol header, reads the server's first frame and closes: no login,
-//! no credentials sent. A server that does not answer is a note, never a failed setup.
+//! reads them and does not keep them, so the adapter opens one more TCP connection
+//! (over TLS for `amqps://`, with the section's `tls` block), sends the protocol
+//! header, reads the server's first frame and closes: no login, no credentials sent.
+//! A server that does not answer is a note, never a failed setup.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::uri::{AMQPScheme, AMQPUri};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::options::RabbitOptions;
 
 use crate::provenance::Provenance;
 
@@ -20,45 +25,58 @@ const MAX_FRAME: u32 = 64 * 1024;
 
 /// The server properties of the server at `url` (a table of text values).
 pub async fn server_properties(
-    url: &str,
+    o: &RabbitOptions,
     timeout: Duration,
 ) -> Result<BTreeMap<String, String>, String> {
-    let uri: AMQPUri = url
+    let uri: AMQPUri = o
+        .url
         .parse()
         .map_err(|e| format!("the URL does not parse: {e}"))?;
-    if uri.scheme != AMQPScheme::AMQP {
-        return Err("read over amqp:// only (this URL is amqps)".into());
-    }
     let addr = format!("{}:{}", uri.authority.host, uri.authority.port);
     let read = async {
-        let mut s = tokio::net::TcpStream::connect(&addr)
+        let s = tokio::net::TcpStream::connect(&addr)
             .await
             .map_err(|e| format!("connecting to {addr}: {e}"))?;
-        s.write_all(HEADER)
-            .await
-            .map_err(|e| format!("sending the protocol header: {e}"))?;
-        let mut head = [0u8; 7];
-        s.read_exact(&mut head)
-            .await
-            .map_err(|e| format!("reading connection.start: {e}"))?;
-        let size = u32::from_be_bytes([head[3], head[4], head[5], head[6]]);
-        if head[0] != 1 || size > MAX_FRAME {
-            return Err(format!(
-                "the server's first frame is not a connection.start (type {}, {size} bytes)",
-                head[0]
-            ));
+        if uri.scheme == AMQPScheme::AMQP {
+            return greeting(s).await;
         }
-        let mut payload = vec![0u8; size as usize + 1];
-        s.read_exact(&mut payload)
+        let config = o.tls.client_config("rabbitmq").map_err(|e| e.to_string())?;
+        let name = ServerName::try_from(o.tls.name_for(&uri.authority.host).to_string())
+            .map_err(|e| format!("the server name: {e}"))?;
+        let s = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, s)
             .await
-            .map_err(|e| format!("reading connection.start: {e}"))?;
-        let _ = s.shutdown().await;
-        Ok(payload)
+            .map_err(|e| format!("TLS to {addr}: {e}"))?;
+        greeting(s).await
     };
     let payload = tokio::time::timeout(timeout, read)
         .await
         .map_err(|_| format!("no connection.start from {addr} in {timeout:?}"))??;
     parse_start(&payload)
+}
+
+/// Send the protocol header, read the server's first frame's payload, close.
+async fn greeting<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) -> Result<Vec<u8>, String> {
+    s.write_all(HEADER)
+        .await
+        .map_err(|e| format!("sending the protocol header: {e}"))?;
+    let mut head = [0u8; 7];
+    s.read_exact(&mut head)
+        .await
+        .map_err(|e| format!("reading connection.start: {e}"))?;
+    let size = u32::from_be_bytes([head[3], head[4], head[5], head[6]]);
+    if head[0] != 1 || size > MAX_FRAME {
+        return Err(format!(
+            "the server's first frame is not a connection.start (type {}, {size} bytes)",
+            head[0]
+        ));
+    }
+    let mut payload = vec![0u8; size as usize + 1];
+    s.read_exact(&mut payload)
+        .await
+        .map_err(|e| format!("reading connection.start: {e}"))?;
+    let _ = s.shutdown().await;
+    Ok(payload)
 }
 
 /// The text values of a `connection.start` method frame's payload (class 10, method

@@ -12,6 +12,8 @@ mod adapter;
 #[cfg(feature = "rabbitmq")]
 pub mod bare;
 #[cfg(feature = "rabbitmq")]
+mod dial;
+#[cfg(feature = "rabbitmq")]
 pub mod handshake;
 #[cfg(feature = "rabbitmq")]
 mod refusal;

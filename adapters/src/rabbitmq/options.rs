@@ -81,6 +81,13 @@ pub struct RabbitOptions {
     pub cost_snapshot: bool,
     /// The `rabbitmqctl` command (used by reset's listing and the cost snapshot).
     pub rabbitmqctl: String,
+    /// TLS to the server (adapters/src/tls.rs); needs an `amqps://` URL. An `amqps://`
+    /// URL with no `tls` block verifies against the system's trust roots.
+    pub tls: crate::tls::TlsOptions,
+    /// The variable that holds the URL user's password (never the scenario's text).
+    pub password_env: String,
+    /// Or a file whose first line is the password.
+    pub password_file: String,
 }
 
 impl Default for RabbitOptions {
@@ -98,11 +105,57 @@ impl Default for RabbitOptions {
             setup_channels: 8,
             cost_snapshot: true,
             rabbitmqctl: "rabbitmqctl".into(),
+            tls: crate::tls::TlsOptions::default(),
+            password_env: String::new(),
+            password_file: String::new(),
         }
     }
 }
 
 impl RabbitOptions {
+    /// Whether the connection is TLS (an `amqps://` URL).
+    pub fn amqps(&self) -> bool {
+        self.url.starts_with("amqps://")
+    }
+
+    /// The URL the client connects with: the password from `password_env` or
+    /// `password_file` put in when the URL names none. Held in memory only (every
+    /// text the adapter writes is redacted).
+    pub fn connect_url(&self) -> Result<String, OptionsError> {
+        let pw = crate::tls::PasswordSource {
+            section: "rabbitmq",
+            env: &self.password_env,
+            file: &self.password_file,
+        }
+        .read()?;
+        let Some(pw) = pw else {
+            return Ok(self.url.clone());
+        };
+        let mut u = url::Url::parse(&self.url)
+            .map_err(|e| OptionsError::new("rabbitmq", "url", format!("does not parse: {e}")))?;
+        if u.password().is_none() {
+            if u.username().is_empty() {
+                return Err(OptionsError::new(
+                    "rabbitmq",
+                    "url",
+                    "a password_env or password_file needs a user in the URL (amqps://user@host:5671/vhost)",
+                ));
+            }
+            u.set_password(Some(&pw)).map_err(|_| {
+                OptionsError::new("rabbitmq", "url", "this URL cannot carry a password")
+            })?;
+        }
+        Ok(u.to_string())
+    }
+
+    /// The URL's host, for a certificate's name and for messages.
+    pub fn host(&self) -> String {
+        url::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     /// Queues per group for the hash-exchange idiom given the (clamped) lane count.
     pub fn hash_queues(&self, lanes: u64) -> u64 {
         let q = if self.queues_per_group == 0 {
@@ -139,7 +192,24 @@ impl crate::options::Section for RabbitOptions {
         if options.linger > Duration::from_secs(10) {
             return Err(cfg("linger", "must be at most 10s"));
         }
+        options.tls.validate("rabbitmq")?;
+        if options.tls.on() && !options.amqps() {
+            return Err(cfg(
+                "url",
+                "rabbitmq.tls is set but the URL is amqp://: give the TLS listener's amqps:// URL (port 5671 by default)",
+            ));
+        }
+        options.connect_url()?;
         Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.tls.warnings("rabbitmq");
+        // The broker's well-known default login is no secret.
+        if url::Url::parse(&self.url).is_ok_and(|u| u.password().is_some_and(|p| p != "guest")) {
+            w.push(crate::tls::password_in_text("rabbitmq.url"));
+        }
+        w
     }
 
     /// The Erlang VM of the node.
@@ -148,12 +218,20 @@ impl crate::options::Section for RabbitOptions {
     }
 
     fn endpoint(&self) -> Result<String, String> {
-        crate::options::url_endpoint(&self.url, "rabbitmq.url", 5672)
+        let port = if self.amqps() { 5671 } else { 5672 };
+        crate::options::url_endpoint(&self.url, "rabbitmq.url", port)
     }
 
+    /// Through a proxy, the server's certificate is still checked against the name
+    /// the URL gave, not the proxy's address.
     fn routed_to(&self, addr: &str) -> Result<Self, String> {
+        let mut tls = self.tls.clone();
+        if self.amqps() && tls.server_name.is_empty() {
+            tls.server_name = self.host();
+        }
         Ok(RabbitOptions {
             url: crate::options::url_routed(&self.url, "rabbitmq.url", addr)?,
+            tls,
             ..self.clone()
         })
     }

@@ -291,10 +291,7 @@ struct StreamCtx {
 impl RedisBroker {
     pub fn new(options: RedisOptions) -> Result<Self, BrokerError> {
         crate::options::Section::validate(&options)?;
-        let client = Client::open(options.url.as_str()).map_err(|e| BrokerError::Config {
-            field: "redis.url".into(),
-            message: redact_url_passwords(&e.to_string()),
-        })?;
+        let client = super::dial::client(&options)?;
         Ok(RedisBroker {
             options,
             client,
@@ -319,11 +316,7 @@ impl RedisBroker {
     }
 
     fn unreachable(&self, e: RedisError) -> BrokerError {
-        BrokerError::Connection(format!(
-            "cannot connect to Redis at {}: {} (run {PROVISION})",
-            redact_url_passwords(&self.options.url),
-            redact_url_passwords(&e.to_string())
-        ))
+        super::dial::failure(&self.options, &e, PROVISION)
     }
 
     async fn connection(&self, response: Duration) -> Result<MultiplexedConnection, RedisError> {

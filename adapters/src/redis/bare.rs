@@ -22,7 +22,6 @@ use crate::bare::{BareClient, BareCounters, BarePlan};
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::lanes::lane_of;
-use crate::redact::redact_url_passwords;
 
 #[derive(Debug)]
 pub struct RedisBare {
@@ -41,10 +40,7 @@ impl RedisBare {
         adapter.setup(&plan.topology).await?;
         adapter.close().await?;
         let lanes = plan.topology.physical_lanes(o.max_lanes);
-        let client = Client::open(o.url.as_str()).map_err(|e| BrokerError::Config {
-            field: "redis.url".into(),
-            message: redact_url_passwords(&e.to_string()),
-        })?;
+        let client = super::dial::client(o)?;
         let cfg = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(o.response_timeout))

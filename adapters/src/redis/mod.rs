@@ -11,4 +11,6 @@ mod adapter;
 #[cfg(feature = "redis")]
 pub mod bare;
 #[cfg(feature = "redis")]
+mod dial;
+#[cfg(feature = "redis")]
 pub use adapter::{server_tier, RedisBroker};

@@ -32,6 +32,14 @@ pub struct RedisOptions {
     pub response_timeout: Duration,
     /// The sampler's target: the server's process name.
     pub process: String,
+    /// TLS to the server (adapters/src/tls.rs); needs a `rediss://` URL. A `rediss://`
+    /// URL with no `tls` block verifies against the system's trust roots.
+    pub tls: crate::tls::TlsOptions,
+    /// The variable that holds the password (of the URL's ACL user, or the default
+    /// user's `requirepass`).
+    pub password_env: String,
+    /// Or a file whose first line is the password.
+    pub password_file: String,
 }
 
 impl Default for RedisOptions {
@@ -45,6 +53,9 @@ impl Default for RedisOptions {
             maxlen: 0,
             response_timeout: Duration::from_secs(10),
             process: "redis-server".into(),
+            tls: crate::tls::TlsOptions::default(),
+            password_env: String::new(),
+            password_file: String::new(),
         }
     }
 }
@@ -67,7 +78,35 @@ impl crate::options::Section for RedisOptions {
         if self.response_timeout < Duration::from_millis(100) {
             return bad("response_timeout", "must be >= 100ms");
         }
+        self.tls.validate("redis")?;
+        if self.tls.on() && !self.url.starts_with("rediss://") {
+            return bad(
+                "url",
+                "redis.tls is set but the URL is redis://: give the TLS port's rediss:// URL",
+            );
+        }
+        if !self.tls.server_name.is_empty() {
+            return bad(
+                "tls.server_name",
+                "the Redis client checks the certificate against the URL's host: connect by the name the certificate carries",
+            );
+        }
+        if self.url.contains("#insecure") {
+            return bad(
+                "url",
+                "say redis.tls.insecure: true instead of the URL's #insecure (so that the record warns about it)",
+            );
+        }
+        self.password()?;
         Ok(())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.tls.warnings("redis");
+        if url::Url::parse(&self.url).is_ok_and(|u| u.password().is_some()) {
+            w.push(crate::tls::password_in_text("redis.url"));
+        }
+        w
     }
 
     fn sample_targets(&self) -> Vec<(String, String)> {
@@ -87,6 +126,18 @@ impl crate::options::Section for RedisOptions {
             url: crate::options::url_routed(&self.url, "redis.url", addr)?,
             ..self.clone()
         })
+    }
+}
+
+impl RedisOptions {
+    /// The password from `password_env` or `password_file`, if either is given.
+    pub fn password(&self) -> Result<Option<String>, crate::options::OptionsError> {
+        crate::tls::PasswordSource {
+            section: "redis",
+            env: &self.password_env,
+            file: &self.password_file,
+        }
+        .read()
     }
 }
 

@@ -210,6 +210,17 @@ pub struct RabbitNode {
 
 impl RabbitNode {
     pub fn start(port: u16) -> Result<RabbitNode, String> {
+        Self::start_with(
+            port,
+            &format!("listeners.tcp.default = 127.0.0.1:{port}\nloopback_users = none\n"),
+            &[],
+        )
+    }
+
+    /// A node whose `rabbitmq.conf` is `conf` (`{dir}` in it names the node's
+    /// directory), `files` copied into that directory first (a TLS listener's
+    /// certificates and key, readable by the server's user).
+    pub fn start_with(port: u16, conf: &str, files: &[&Path]) -> Result<RabbitNode, String> {
         if let Some(m) = missing(&["rabbitmq-server", "rabbitmqctl"]) {
             return Err(m);
         }
@@ -228,9 +239,13 @@ impl RabbitNode {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("log")).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("enabled_plugins"), "[].\n").map_err(|e| e.to_string())?;
+        for f in files {
+            let name = f.file_name().ok_or("a file with no name")?;
+            std::fs::copy(f, dir.join(name)).map_err(|e| format!("{}: {e}", f.display()))?;
+        }
         std::fs::write(
             dir.join("rabbitmq.conf"),
-            format!("listeners.tcp.default = 127.0.0.1:{port}\nloopback_users = none\n"),
+            conf.replace("{dir}", &dir.display().to_string()),
         )
         .map_err(|e| e.to_string())?;
         // The server drops to the rabbitmq user: its files must be that user's.
@@ -306,6 +321,11 @@ impl RabbitNode {
                 ))
                 .0
         })
+    }
+
+    /// `rabbitmqctl <args>` on this node: (succeeded, output).
+    pub fn ctl(&self, args: &str) -> (bool, String) {
+        sh(&format!("rabbitmqctl -q -n {} {args}", self.node))
     }
 
     /// `rabbitmqctl list_queues` on this node.
