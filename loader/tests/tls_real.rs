@@ -3,12 +3,18 @@
 //! at test time with `openssl`: a throwaway CA, a server certificate for 127.0.0.1
 //! signed by it, and a second CA that signed nothing the server has.
 //!
-//! PostgreSQL: a victim cluster with `ssl = on`, only `hostssl` lines for TCP, and a
-//! `scram-sha-256` user. A pgmq cell over TLS with the password from the environment
-//! ends PASS, its sampler reads PostgreSQL's internals over TLS too, and no file or
-//! console line carries the password. The wrong CA, the wrong password and no TLS
-//! each end the cell at setup, within seconds, exit 1, naming the host, what failed
-//! and the field to fix.
+//! - PostgreSQL: a victim cluster with `ssl = on`, only `hostssl` lines for TCP, and a
+//!   `scram-sha-256` user; its sampler reads PostgreSQL's internals over TLS too, and
+//!   `insecure` connects with a warning on the console and in the record.
+//! - RabbitMQ: a node whose only listener is TLS, a user of its own.
+//! - NATS: nats-server with JetStream, a `tls` block and a user with a password.
+//! - Redis: redis-server on `tls-port` only, the default user off, an ACL user.
+//!
+//! For each, a short pipeline cell over TLS with the password from the environment
+//! ends PASS and no file or console line carries the password; the wrong CA and the
+//! wrong password (and for PostgreSQL no TLS, for RabbitMQ the wrong server name) each
+//! end the cell at setup, within seconds, exit 1, naming the host, what failed and
+//! the field to fix.
 
 mod support;
 
@@ -276,6 +282,94 @@ fn pgmq_over_tls_with_a_scram_password() {
     }
 }
 
+/// One system's cells against its own TLS server: `base` (the URL with the user, the
+/// password's variable, and what the cell needs) plus `{section}.tls.ca_file` passes
+/// with the password in `CBTLS_PASSWORD`, no file or console line carries it; the
+/// wrong CA and the wrong password each end the cell at setup naming `host` and the
+/// field. `extra` mistakes too (what, sets added to `base`, field). The good record.
+struct Case<'a> {
+    scenario: &'a str,
+    section: &'a str,
+    host: String,
+    base: Vec<String>,
+    ca: &'a Path,
+    wrong_ca: &'a Path,
+    secret: &'a str,
+    extra: Vec<(&'a str, Vec<String>, &'a str)>,
+}
+
+impl Case<'_> {
+    fn check(&self, tmp: &Path, log: impl Fn() -> String) -> serde_json::Value {
+        let with = |extra: &[String]| -> Vec<String> {
+            let mut v = self.base.clone();
+            v.extend(extra.iter().cloned());
+            v
+        };
+        let ca_set = format!("{}.tls.ca_file={}", self.section, self.ca.display());
+        let good = tmp.join("good");
+        let (code, console, _) = run_scenario(
+            self.scenario,
+            &good,
+            &with(std::slice::from_ref(&ca_set)),
+            self.secret,
+        );
+        assert_eq!(code, 0, "{console}\n{}", log());
+        let r = result(&good);
+        assert_eq!(r["outcome"], "PASS", "{console}");
+        let scanned = support::secrets::assert_nowhere(
+            self.secret,
+            &[good.as_path()],
+            &[("console", &console)],
+        );
+        assert!(scanned > 10, "{scanned} files scanned");
+        let mut mistakes = vec![
+            (
+                "the wrong CA",
+                vec![format!(
+                    "{}.tls.ca_file={}",
+                    self.section,
+                    self.wrong_ca.display()
+                )],
+                self.secret.to_string(),
+                format!("{}.tls.ca_file", self.section),
+            ),
+            (
+                "the wrong password",
+                vec![ca_set.clone()],
+                "not-the-password".to_string(),
+                format!("{}.password_env", self.section),
+            ),
+        ];
+        for (what, sets, field) in &self.extra {
+            mistakes.push((
+                what,
+                sets.clone(),
+                self.secret.to_string(),
+                field.to_string(),
+            ));
+        }
+        for (what, sets, password, field) in mistakes {
+            let out = tmp.join(what.replace(' ', "-"));
+            let ran = run_scenario(self.scenario, &out, &with(&sets), &password);
+            ends_at_setup(what, &out, ran, &self.host, &field, self.secret);
+        }
+        r
+    }
+}
+
+/// The sets every short TLS cell takes: see pgmq's cell for the lag allowance.
+fn short_cell() -> Vec<String> {
+    [
+        "duration=4s",
+        "warmup=1s",
+        "ramp=0s",
+        "void.schedule_lag_p99_max=10s",
+        "void.loader_cpu_max=1.0",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// RabbitMQ: a node of the test's own whose only listener is TLS (`listeners.tcp =
 /// none`), a user of its own with a password. A rabbit-smoke cell over `amqps://` with
 /// the password from the environment ends PASS, and no file or console line carries
@@ -317,70 +411,137 @@ fn rabbitmq_over_tls_with_a_password() {
         let (ok, out) = node.ctl(&args);
         assert!(ok, "rabbitmqctl {args}: {out}");
     }
-    let base = vec![
+    let mut base = vec![
         format!("rabbitmq.url=amqps://cbtls@127.0.0.1:{port}/%2f"),
         "rabbitmq.password_env=CBTLS_PASSWORD".to_string(),
         // rabbitmqctl would ask the machine's shared node, not this one.
         "rabbitmq.cost_snapshot=false".into(),
-        "duration=4s".into(),
-        "warmup=1s".into(),
-        "ramp=0s".into(),
-        // See pgmq's cell above: what is tested is the connection and the checker.
-        "void.schedule_lag_p99_max=10s".into(),
-        "void.loader_cpu_max=1.0".into(),
     ];
-    let with = |extra: &[String]| -> Vec<String> {
-        let mut v = base.clone();
-        v.extend(extra.iter().cloned());
-        v
-    };
-    let run = |out: &Path, sets: &[String], password: &str| {
-        run_scenario("rabbit-smoke.yaml", out, sets, password)
-    };
-
-    let good = tmp.path().join("good");
-    let (code, console, _) = run(
-        &good,
-        &with(&[format!("rabbitmq.tls.ca_file={}", ca.display())]),
-        &secret,
-    );
-    assert_eq!(code, 0, "{console}\n{}", node.log_tail());
-    let r = result(&good);
-    assert_eq!(r["outcome"], "PASS", "{console}");
+    base.extend(short_cell());
+    let r = Case {
+        scenario: "rabbit-smoke.yaml",
+        section: "rabbitmq",
+        host: format!("127.0.0.1:{port}"),
+        base,
+        ca: &ca,
+        wrong_ca: &wrong_ca,
+        secret: &secret,
+        extra: vec![(
+            "the wrong server name",
+            vec![
+                format!("rabbitmq.tls.ca_file={}", ca.display()),
+                "rabbitmq.tls.server_name=broker.example".into(),
+            ],
+            "rabbitmq.tls.server_name",
+        )],
+    }
+    .check(tmp.path(), || node.log_tail());
     // The server's own words, read over the TLS listener too (the only one it has).
     let p = &r["provenance"];
     assert_eq!(p["product"], "RabbitMQ", "{p}");
     assert!(p["version"].as_str().is_some_and(|v| !v.is_empty()), "{p}");
-    let scanned =
-        support::secrets::assert_nowhere(&secret, &[good.as_path()], &[("console", &console)]);
-    assert!(scanned > 10, "{scanned} files scanned");
+}
 
-    let host = format!("127.0.0.1:{port}");
-    for (what, sets, password, field) in [
-        (
-            "the wrong CA",
-            with(&[format!("rabbitmq.tls.ca_file={}", wrong_ca.display())]),
-            secret.clone(),
-            "rabbitmq.tls.ca_file",
-        ),
-        (
-            "the wrong server name",
-            with(&[
-                format!("rabbitmq.tls.ca_file={}", ca.display()),
-                "rabbitmq.tls.server_name=broker.example".into(),
-            ]),
-            secret.clone(),
-            "rabbitmq.tls.server_name",
-        ),
-        (
-            "the wrong password",
-            with(&[format!("rabbitmq.tls.ca_file={}", ca.display())]),
-            "not-the-password".to_string(),
-            "rabbitmq.password_env",
-        ),
-    ] {
-        let out = tmp.path().join(what.replace(' ', "-"));
-        let ran = run(&out, &sets, &password);
-        ends_at_setup(what, &out, ran, &host, field, &secret);
+/// NATS: a nats-server of the test's own with JetStream, a `tls` block and a user
+/// with a password. A nats-smoke cell over TLS ends PASS; the wrong CA and the wrong
+/// password end it at setup, exit 1, naming the host and the field.
+#[test]
+fn nats_over_tls_with_a_password() {
+    if !openssl() {
+        return;
     }
+    let _g = support::serial();
+    let port = support::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    let secret = support::secrets::make("tlsnats");
+    let conf = format!(
+        "listen: 127.0.0.1:{port}\njetstream {{ store_dir: \"{{dir}}/js\" }}\n\
+         tls {{ cert_file: \"{{dir}}/server.pem\", key_file: \"{{dir}}/server.key\", timeout: 2 }}\n\
+         authorization {{ users = [ {{ user: cbtls, password: \"{secret}\" }} ] }}\n"
+    );
+    let Some(server) = need(
+        "a nats-server of the test's own with TLS and a user",
+        support::victims::OwnServer::start(
+            "nats-server",
+            &["-c", "{dir}/server.conf"],
+            &conf,
+            &[&certs.join("server.pem"), &certs.join("server.key")],
+            port,
+        ),
+    ) else {
+        return;
+    };
+    let mut base = vec![
+        format!("nats.url=nats://cbtls@127.0.0.1:{port}"),
+        "nats.password_env=CBTLS_PASSWORD".to_string(),
+    ];
+    base.extend(short_cell());
+    Case {
+        scenario: "nats-smoke.yaml",
+        section: "nats",
+        host: format!("127.0.0.1:{port}"),
+        base,
+        ca: &ca,
+        wrong_ca: &wrong_ca,
+        secret: &secret,
+        extra: vec![],
+    }
+    .check(tmp.path(), || server.log_tail());
+}
+
+/// Redis: a redis-server of the test's own listening only on TLS (`port 0`,
+/// `tls-port`), the default user off and an ACL user with a password. A redis-smoke
+/// cell over `rediss://` ends PASS; the wrong CA and the wrong password end it at
+/// setup, exit 1, naming the host and the field.
+#[test]
+fn redis_over_tls_with_an_acl_user() {
+    if !openssl() {
+        return;
+    }
+    let _g = support::serial();
+    let port = support::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    let secret = support::secrets::make("tlsredis");
+    let conf = format!(
+        "bind 127.0.0.1\nport 0\ntls-port {port}\ntls-cert-file {{dir}}/server.pem\n\
+         tls-key-file {{dir}}/server.key\ntls-ca-cert-file {{dir}}/good-ca.pem\ntls-auth-clients no\n\
+         save \"\"\nappendonly no\ndir {{dir}}\n\
+         user default off\nuser cbtls on >{secret} ~* &* +@all\n"
+    );
+    let Some(server) = need(
+        "a redis-server of the test's own on TLS with an ACL user",
+        support::victims::OwnServer::start(
+            "redis-server",
+            &["{dir}/server.conf"],
+            &conf,
+            &[&ca, &certs.join("server.pem"), &certs.join("server.key")],
+            port,
+        ),
+    ) else {
+        return;
+    };
+    let mut base = vec![
+        format!("redis.url=rediss://cbtls@127.0.0.1:{port}/"),
+        "redis.password_env=CBTLS_PASSWORD".to_string(),
+    ];
+    base.extend(short_cell());
+    Case {
+        scenario: "redis-smoke.yaml",
+        section: "redis",
+        host: format!("127.0.0.1:{port}"),
+        base,
+        ca: &ca,
+        wrong_ca: &wrong_ca,
+        secret: &secret,
+        extra: vec![],
+    }
+    .check(tmp.path(), || server.log_tail());
 }

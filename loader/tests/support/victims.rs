@@ -448,3 +448,61 @@ pub fn keep_dir(name: &str) -> PathBuf {
     let _ = std::fs::create_dir_all(&p);
     p
 }
+
+/// A server process of the test's own (nats-server, redis-server) started from a
+/// config file in its own directory, killed and removed on drop.
+pub struct OwnServer {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: std::process::Child,
+}
+
+impl OwnServer {
+    /// `program <args>` (`{dir}` in an argument or in `config` names the server's
+    /// directory; `config` is written to `{dir}/server.conf`), `files` copied into the
+    /// directory first; up when `port` accepts a connection.
+    pub fn start(
+        program: &str,
+        args: &[&str],
+        config: &str,
+        files: &[&Path],
+        port: u16,
+    ) -> Result<OwnServer, String> {
+        if let Some(m) = missing(&[program]) {
+            return Err(m);
+        }
+        let dir = PathBuf::from(format!("/tmp/crossbench-own-{program}-{port}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        for f in files {
+            let name = f.file_name().ok_or("a file with no name")?;
+            std::fs::copy(f, dir.join(name)).map_err(|e| format!("{}: {e}", f.display()))?;
+        }
+        let d = dir.display().to_string();
+        std::fs::write(dir.join("server.conf"), config.replace("{dir}", &d))
+            .map_err(|e| e.to_string())?;
+        let log = std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?;
+        let child = Command::new(program)
+            .args(args.iter().map(|a| a.replace("{dir}", &d)))
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("{program}: {e}"))?;
+        let s = OwnServer { port, dir, child };
+        let log = format!("{}/server.log", s.dir.display());
+        wait_until(program, UP_DEADLINE, &log, || port_open(port))?;
+        Ok(s)
+    }
+
+    pub fn log_tail(&self) -> String {
+        tail(&format!("{}/server.log", self.dir.display()), 40)
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
