@@ -545,3 +545,102 @@ fn redis_over_tls_with_an_acl_user() {
     }
     .check(tmp.path(), || server.log_tail());
 }
+
+/// Queen: no Queen server runs here behind TLS, so the HTTPS endpoint is `openssl
+/// s_server -www` (a TLS server that answers any request with a status page, not
+/// Queen's API). With the right CA the handshake succeeds and the cell fails on the
+/// answer (it is not Queen's), not on the certificate; with the wrong CA it ends at
+/// setup naming the host and `queen.tls.ca_file`. The bearer token, from
+/// `queen.token_env`, is in no file or console line either way. What this does not
+/// exercise: a pipeline cell over HTTPS against a real Queen (docs/scenarios.md says so).
+#[test]
+fn queen_over_https_reaches_the_endpoint_and_refuses_the_wrong_ca() {
+    if !openssl() {
+        return;
+    }
+    let _g = support::serial();
+    let port = support::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    let port_arg = port.to_string();
+    let Some(_server) = need(
+        "openssl s_server as an HTTPS endpoint",
+        support::victims::OwnServer::start(
+            "openssl",
+            &[
+                "s_server",
+                "-accept",
+                &port_arg,
+                "-cert",
+                "{dir}/server.pem",
+                "-key",
+                "{dir}/server.key",
+                "-www",
+                "-naccept",
+                "1000",
+            ],
+            "",
+            &[&certs.join("server.pem"), &certs.join("server.key")],
+            port,
+        ),
+    ) else {
+        return;
+    };
+    let token = support::secrets::make("tlsqueen");
+    let base = vec![
+        format!("queen.url=https://127.0.0.1:{port}"),
+        "queen.token_env=CBTLS_PASSWORD".to_string(),
+        "duration=2s".into(),
+        "warmup=0s".into(),
+    ];
+    let host = format!("127.0.0.1:{port}");
+    let with = |extra: String| {
+        let mut v = base.clone();
+        v.push(extra);
+        v
+    };
+
+    let good = tmp.path().join("good");
+    let (code, console, secs) = run_scenario(
+        "queen-smoke.yaml",
+        &good,
+        &with(format!("queen.tls.ca_file={}", ca.display())),
+        &token,
+    );
+    assert_ne!(
+        code, 0,
+        "an endpoint that is not Queen cannot pass: {console}"
+    );
+    assert!(secs < 30.0, "{secs:.1} s");
+    assert!(
+        console.contains(&host)
+            && !console.contains("queen.tls")
+            && !console.to_ascii_lowercase().contains("certificate"),
+        "past the handshake, failing on the answer, not on TLS:\n{console}"
+    );
+    assert!(!console.contains("panicked"), "{console}");
+    support::secrets::assert_nowhere(&token, &[tmp.path()], &[("console", &console)]);
+    eprintln!(
+        "the right CA: exit {code} after {secs:.1} s: {}",
+        console.lines().find(|l| l.contains(&host)).unwrap_or("")
+    );
+
+    let out = tmp.path().join("wrong-ca");
+    let ran = run_scenario(
+        "queen-smoke.yaml",
+        &out,
+        &with(format!("queen.tls.ca_file={}", wrong_ca.display())),
+        &token,
+    );
+    ends_at_setup(
+        "the wrong CA",
+        &out,
+        ran,
+        &host,
+        "queen.tls.ca_file",
+        &token,
+    );
+}

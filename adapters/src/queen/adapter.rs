@@ -134,12 +134,13 @@ impl QueenBroker {
             .client
             .call("health", Method::GET, "/health", None, Duration::ZERO)
             .await
-            .map_err(|f| {
-                BrokerError::Connection(format!(
-                    "cannot reach Queen at {}: {} (start a server: compose/queen/README.md)",
+            .map_err(|f| match f.error {
+                // A certificate or a token the scenario must fix, said as it is.
+                e @ BrokerError::Config { .. } => e,
+                e => BrokerError::Connection(format!(
+                    "cannot reach Queen at {}: {e} (start a server: compose/queen/README.md)",
                     self.client.base(),
-                    f.error
-                ))
+                )),
             })?;
         if h.status != "healthy" {
             return Err(BrokerError::Connection(format!(

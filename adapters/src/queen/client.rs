@@ -37,6 +37,8 @@ pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
     timeout: Duration,
+    /// The field that holds the bearer token (what a 401 asks to fix).
+    token_field: &'static str,
 }
 
 /// Percent-encode one URL path segment or query value.
@@ -98,6 +100,13 @@ impl Client {
             http: http_client(o)?,
             base: o.url.trim_end_matches('/').to_string(),
             timeout: o.request_timeout,
+            token_field: if !o.token_env.is_empty() {
+                "queen.token_env"
+            } else if !o.token_file.is_empty() {
+                "queen.token_file"
+            } else {
+                "queen.token"
+            },
         })
     }
 
@@ -107,8 +116,29 @@ impl Client {
     }
 
     fn classify(&self, op: &str, e: reqwest::Error) -> Failure {
-        // reqwest's text names the URL (never the token, which is a header).
-        let text = redact_url_passwords(&format!("{op}: {e}"));
+        // reqwest's text names the URL (never the token, which is a header); what
+        // went wrong underneath (a certificate's verdict) is in its sources.
+        let mut text = format!("{op}: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        let text = redact_url_passwords(&text);
+        if self.base.starts_with("https://") {
+            if let Some((what, field)) = crate::tls::client::verdict(&text, "queen") {
+                return Failure {
+                    error: BrokerError::Config {
+                        field: field.clone(),
+                        message: format!(
+                            "TLS to Queen at {} failed: {what} ({text}). Fix {field}: the CA that signed the server's certificate, and a certificate that names the URL's host",
+                            self.base()
+                        ),
+                    },
+                    retryable: false,
+                };
+            }
+        }
         if e.is_timeout() {
             Failure {
                 error: BrokerError::Timeout(text),
@@ -174,8 +204,12 @@ impl Client {
             } else if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
                 Failure {
                     error: BrokerError::Config {
-                        field: "queen.token".into(),
-                        message: format!("{msg} (the server wants a valid bearer token)"),
+                        field: self.token_field.into(),
+                        message: format!(
+                            "Queen at {} refused the request: {msg} (the server wants a valid bearer token: fix {})",
+                            self.base(),
+                            self.token_field
+                        ),
                     },
                     retryable: false,
                 }
