@@ -37,6 +37,9 @@ need_pkgs=()
 for p in pkg-config openssl; do
   command -v "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
+# libssl-dev: librdkafka is built with SSL (and SASL PLAIN/SCRAM) against the system's
+# OpenSSL, the one C TLS library in the build.
+dpkg -s libssl-dev >/dev/null 2>&1 || need_pkgs+=(libssl-dev)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   step "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -359,15 +359,11 @@ impl Case<'_> {
 
 /// The sets every short TLS cell takes: see pgmq's cell for the lag allowance.
 fn short_cell() -> Vec<String> {
-    [
-        "duration=4s",
-        "warmup=1s",
-        "ramp=0s",
-        "void.schedule_lag_p99_max=10s",
-        "void.loader_cpu_max=1.0",
-    ]
-    .map(String::from)
-    .to_vec()
+    ["duration=4s", "warmup=1s", "ramp=0s"]
+        .iter()
+        .chain(support::RELAX_VOID.iter())
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// RabbitMQ: a node of the test's own whose only listener is TLS (`listeners.tcp =
@@ -642,5 +638,158 @@ fn queen_over_https_reaches_the_endpoint_and_refuses_the_wrong_ca() {
         &host,
         "queen.tls.ca_file",
         &token,
+    );
+}
+
+/// Kafka, SASL: a tansu of the test's own with `--authentication` and a SCRAM-SHA-256
+/// user (tansu 0.6.0 serves SASL over plaintext; it does not serve TLS: its `--cert`
+/// and `--key` cannot be given together, and its broker builds a TLS acceptor it never
+/// uses). A kafka-smoke cell with SASL_PLAINTEXT and the password from the environment
+/// ends PASS with no file or console line carrying it; the wrong password ends it at
+/// setup, exit 1, naming the bootstrap address and the field.
+#[test]
+fn kafka_over_sasl_scram_against_tansu() {
+    let _g = support::serial();
+    let port = support::free_port();
+    let Some(mut tansu) = need(
+        "a tansu of the test's own",
+        support::victims::Tansu::start(port),
+    ) else {
+        return;
+    };
+    let secret = support::secrets::make("saslkafka");
+    let (ok, out) = tansu.cli(&format!(
+        "user create --broker tcp://127.0.0.1:{port} --mechanism scram256 cbtls '{secret}'"
+    ));
+    assert!(ok, "tansu user create: {out}");
+    tansu
+        .restart_with("--authentication")
+        .expect("tansu again, with --authentication");
+    let tmp = tempfile::tempdir().unwrap();
+    let host = format!("127.0.0.1:{port}");
+    let mut base = vec![
+        format!("kafka.bootstrap_servers={host}"),
+        format!("kafka.log_dir={}", tansu.dir.display()),
+        "kafka.sasl_mechanism=SCRAM-SHA-256".into(),
+        "kafka.sasl_username=cbtls".into(),
+        "kafka.password_env=CBTLS_PASSWORD".into(),
+    ];
+    base.extend(short_cell());
+    // The group's members join before the rated window.
+    base.push("warmup=5s".into());
+    let good = tmp.path().join("good");
+    let (code, console, _) = run_scenario("kafka-smoke.yaml", &good, &base, &secret);
+    assert_eq!(
+        code,
+        0,
+        "{console}\n{}",
+        support::victims::tail(&tansu.log_path(), 30)
+    );
+    assert_eq!(result(&good)["outcome"], "PASS", "{console}");
+    let scanned =
+        support::secrets::assert_nowhere(&secret, &[good.as_path()], &[("console", &console)]);
+    assert!(scanned > 10, "{scanned} files scanned");
+
+    let out = tmp.path().join("wrong-password");
+    let ran = run_scenario("kafka-smoke.yaml", &out, &base, "not-the-password");
+    ends_at_setup(
+        "the wrong password",
+        &out,
+        ran,
+        &host,
+        "kafka.password_env",
+        &secret,
+    );
+}
+
+/// Kafka, TLS: no Kafka-protocol broker here serves TLS (tansu 0.6.0 does not), so the
+/// endpoint is `openssl s_server`, which speaks TLS and no Kafka. With the wrong CA
+/// the cell ends at setup, exit 1, naming the address and `kafka.tls.ca_file`; with the
+/// right CA the handshake succeeds and the cell fails for want of a Kafka answer, not
+/// on the certificate. What this does not exercise: a pipeline cell over SSL or
+/// SASL_SSL (docs/scenarios.md says so).
+#[test]
+fn kafka_tls_reaches_a_tls_endpoint_and_refuses_the_wrong_ca() {
+    if !openssl() {
+        return;
+    }
+    let _g = support::serial();
+    let port = support::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    let port_arg = port.to_string();
+    let Some(_server) = need(
+        "openssl s_server as a TLS endpoint",
+        support::victims::OwnServer::start(
+            "openssl",
+            &[
+                "s_server",
+                "-accept",
+                &port_arg,
+                "-cert",
+                "{dir}/server.pem",
+                "-key",
+                "{dir}/server.key",
+                "-quiet",
+                "-naccept",
+                "1000",
+            ],
+            "",
+            &[&certs.join("server.pem"), &certs.join("server.key")],
+            port,
+        ),
+    ) else {
+        return;
+    };
+    let host = format!("127.0.0.1:{port}");
+    let base = vec![
+        format!("kafka.bootstrap_servers={host}"),
+        "kafka.log_dir=''".into(),
+        "kafka.process=''".into(),
+        "duration=2s".into(),
+        "warmup=0s".into(),
+    ];
+    let with = |extra: String| {
+        let mut v = base.clone();
+        v.push(extra);
+        v
+    };
+    let right = tmp.path().join("right-ca");
+    let (code, console, secs) = run_scenario(
+        "kafka-smoke.yaml",
+        &right,
+        &with(format!("kafka.tls.ca_file={}", ca.display())),
+        "",
+    );
+    assert_ne!(
+        code, 0,
+        "an endpoint that is not Kafka cannot pass: {console}"
+    );
+    assert!(secs < 60.0, "{secs:.1} s");
+    assert!(
+        console.contains(&host) && !console.contains("kafka.tls"),
+        "past the handshake, failing for want of Kafka, not on TLS:\n{console}"
+    );
+    eprintln!(
+        "the right CA: exit {code} after {secs:.1} s: {}",
+        console.lines().find(|l| l.contains(&host)).unwrap_or("")
+    );
+    let out = tmp.path().join("wrong-ca");
+    let ran = run_scenario(
+        "kafka-smoke.yaml",
+        &out,
+        &with(format!("kafka.tls.ca_file={}", wrong_ca.display())),
+        "",
+    );
+    ends_at_setup(
+        "the wrong CA",
+        &out,
+        ran,
+        &host,
+        "kafka.tls.ca_file",
+        "no-secret-here",
     );
 }

@@ -106,13 +106,14 @@ impl KafkaBroker {
     }
 
     fn admin(&self) -> Result<Admin, BrokerError> {
-        let client: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", &self.opts.bootstrap_servers)
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.opts.bootstrap_servers)
             .set("client.id", "crossbench-admin")
             .set("allow.auto.create.topics", "false")
-            .set("log_level", "3")
-            .create()
-            .map_err(|e| BrokerError::Config {
+            .set("log_level", "3");
+        super::security::apply(&self.opts, &mut c);
+        let client: AdminClient<DefaultClientContext> =
+            c.create().map_err(|e| BrokerError::Config {
                 field: "kafka.bootstrap_servers".into(),
                 message: format!("admin client: {e}"),
             })?;
@@ -162,6 +163,8 @@ impl KafkaBroker {
         let names: Vec<String> = topology.topics.iter().map(|t| t.name.clone()).collect();
         let mut notes = Vec::new();
         // Fail fast with a clear message when nothing answers.
+        // A certificate or a login refused ends setup here, naming the field.
+        super::security::probe(&self.opts).await?;
         let (existing, advertised) = admin.cluster().await.map_err(|e| {
             BrokerError::Connection(format!(
                 "{e}; is a Kafka-protocol broker listening on {}? (scripts/provision/tansu.sh)",

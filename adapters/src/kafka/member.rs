@@ -228,6 +228,7 @@ pub(super) fn consumer_config(o: &KafkaOptions, group_id: &str, client_id: &str)
             o.fetch_wait_max.as_millis().to_string(),
         )
         .set("log_level", "3");
+    super::security::apply(o, &mut c);
     c
 }
 

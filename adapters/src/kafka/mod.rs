@@ -9,7 +9,8 @@
 //! member's coalesced offset commits), `holders` (which member of a group holds each
 //! partition: overlaps a coordinator allows are counted), `quiesce` (before a reset
 //! deletes topics, wait until the broker has finished with closed connections),
-//! `provenance` (what the protocol says about the broker), `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
+//! `provenance` (what the protocol says about the broker), `security` (TLS and SASL for
+//! every client, and what a refused handshake or login says), `stats` (counters), `adapter` (the [`crate::Broker`] implementation).
 
 #[cfg(feature = "kafka")]
 mod durability;
@@ -35,6 +36,8 @@ mod producer;
 mod provenance;
 #[cfg(feature = "kafka")]
 mod quiesce;
+#[cfg(feature = "kafka")]
+mod security;
 #[cfg(feature = "kafka")]
 mod stats;
 #[cfg(feature = "kafka")]

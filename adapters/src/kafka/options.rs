@@ -80,6 +80,18 @@ pub struct KafkaOptions {
     /// The broker's data directory on this host; its size is recorded at setup and
     /// at the end of the run (`kafka_log_dir_bytes_*`). Empty = not measured.
     pub log_dir: String,
+    /// TLS to the brokers (adapters/src/tls.rs; librdkafka's own OpenSSL):
+    /// `security.protocol` SSL, or SASL_SSL with `sasl_mechanism`.
+    pub tls: crate::tls::TlsOptions,
+    /// SASL: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512` (empty = none). GSSAPI is not
+    /// built in.
+    pub sasl_mechanism: String,
+    /// The SASL user.
+    pub sasl_username: String,
+    /// The variable that holds the SASL user's password (never the scenario's text).
+    pub password_env: String,
+    /// Or a file whose first line is the password.
+    pub password_file: String,
 }
 
 impl Default for KafkaOptions {
@@ -100,11 +112,78 @@ impl Default for KafkaOptions {
             setup_timeout: Duration::from_secs(60),
             process: "tansu".into(),
             log_dir: "/var/lib/crossbench/tansu".into(),
+            tls: crate::tls::TlsOptions::default(),
+            sasl_mechanism: String::new(),
+            sasl_username: String::new(),
+            password_env: String::new(),
+            password_file: String::new(),
         }
     }
 }
 
+/// The SASL mechanisms the bundled librdkafka is built with.
+pub const SASL_MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+
 impl KafkaOptions {
+    /// The password from `password_env` or `password_file`, if either is given.
+    pub fn password(&self) -> Result<Option<String>, crate::options::OptionsError> {
+        crate::tls::PasswordSource {
+            section: "kafka",
+            env: &self.password_env,
+            file: &self.password_file,
+        }
+        .read()
+    }
+
+    /// librdkafka's `security.protocol` for these options.
+    pub fn security_protocol(&self) -> &'static str {
+        match (self.tls.on(), self.sasl_mechanism.is_empty()) {
+            (false, true) => "PLAINTEXT",
+            (true, true) => "SSL",
+            (false, false) => "SASL_PLAINTEXT",
+            (true, false) => "SASL_SSL",
+        }
+    }
+
+    /// The credentials and TLS fields are consistent (the first that is not, with how
+    /// to fix it).
+    fn security_invalid(&self) -> Result<(), crate::options::OptionsError> {
+        let bad = |f: &str, m: &str| Err(crate::options::OptionsError::new("kafka", f, m));
+        self.tls.validate("kafka")?;
+        if !self.tls.server_name.is_empty() {
+            return bad(
+                "tls.server_name",
+                "librdkafka checks a broker's certificate against the host it connects to (the advertised one): connect by the name the certificate carries",
+            );
+        }
+        let password = self.password()?;
+        if self.sasl_mechanism.is_empty() {
+            if password.is_some() || !self.sasl_username.is_empty() {
+                return bad(
+                    "sasl_mechanism",
+                    "a SASL user or password needs a mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                );
+            }
+            return Ok(());
+        }
+        if !SASL_MECHANISMS.contains(&self.sasl_mechanism.as_str()) {
+            return bad(
+                "sasl_mechanism",
+                "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI is not built in)",
+            );
+        }
+        if self.sasl_username.is_empty() {
+            return bad("sasl_username", "SASL needs the user's name");
+        }
+        if password.is_none() {
+            return bad(
+                "password_env",
+                "SASL needs the user's password: name the variable that holds it (or password_file)",
+            );
+        }
+        Ok(())
+    }
+
     /// Buffered records at which a partition is paused, for key-batches of `batch`.
     pub fn pause_at(&self, batch: usize) -> usize {
         if self.partition_buffer == 0 {
@@ -175,8 +254,16 @@ impl crate::options::Section for KafkaOptions {
             Some((field, message)) => {
                 Err(crate::options::OptionsError::new("kafka", field, message))
             }
-            None => Ok(()),
+            None => self.security_invalid(),
         }
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut w = self.tls.warnings("kafka");
+        if self.sasl_mechanism == "PLAIN" && !self.tls.on() {
+            w.push("kafka.sasl_mechanism is PLAIN without kafka.tls: the password crosses the network in the clear".into());
+        }
+        w
     }
 
     /// The broker process named by `kafka.process` (tansu, java, redpanda).

@@ -33,6 +33,7 @@ pub(super) fn config(o: &KafkaOptions) -> ClientConfig {
             DELIVERY_TIMEOUT.as_millis().to_string(),
         )
         .set("queue.buffering.max.messages", "1000000");
+    super::security::apply(o, &mut c);
     c
 }
 

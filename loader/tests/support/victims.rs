@@ -353,6 +353,8 @@ pub struct Tansu {
     pub port: u16,
     pub dir: PathBuf,
     pub bin: PathBuf,
+    /// More `tansu broker` arguments (`--authentication`).
+    pub extra: String,
 }
 
 impl Tansu {
@@ -371,7 +373,12 @@ impl Tansu {
             ));
         }
         let dir = PathBuf::from(format!("/tmp/crossbench-tansu-{port}"));
-        let t = Tansu { port, dir, bin };
+        let t = Tansu {
+            port,
+            dir,
+            bin,
+            extra: String::new(),
+        };
         let _ = sh(&format!("pkill -9 -f -- '{}'", t.process_pattern()));
         let _ = std::fs::remove_dir_all(&t.dir);
         std::fs::create_dir_all(&t.dir).map_err(|e| e.to_string())?;
@@ -387,11 +394,32 @@ impl Tansu {
     /// keeps its SQLite file there).
     pub fn start_command(&self) -> String {
         format!(
-            "cd {d} && setsid {b} broker --listener-url tcp://127.0.0.1:{p} --advertised-listener-url tcp://127.0.0.1:{p} --storage-engine sqlite://tansu.db >> {d}/tansu.log 2>&1 < /dev/null &",
+            "cd {d} && setsid {b} broker --listener-url tcp://127.0.0.1:{p} --advertised-listener-url tcp://127.0.0.1:{p} --storage-engine sqlite://tansu.db {e} >> {d}/tansu.log 2>&1 < /dev/null &",
             d = self.dir.display(),
             b = self.bin.display(),
-            p = self.port
+            p = self.port,
+            e = self.extra,
         )
+    }
+
+    /// Stop it (its state kept) and start it again with `extra` arguments.
+    pub fn restart_with(&mut self, extra: &str) -> Result<(), String> {
+        let _ = sh(&format!("pkill -9 -f -- '{}'", self.process_pattern()));
+        let gone = Instant::now() + Duration::from_secs(10);
+        while port_open(self.port) && Instant::now() < gone {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.extra = extra.to_string();
+        let (ok, out) = sh(&self.start_command());
+        if !ok {
+            return Err(format!("starting tansu failed: {out}"));
+        }
+        self.wait_up(UP_DEADLINE).map(|_| ())
+    }
+
+    /// `tansu <args>` (a subcommand such as `user create`): (succeeded, output).
+    pub fn cli(&self, args: &str) -> (bool, String) {
+        sh(&format!("{} {args}", self.bin.display()))
     }
 
     /// Start it and wait until it listens.
