@@ -238,6 +238,59 @@ pub mod client {
         Some((what.to_string(), format!("{section}.{field}")))
     }
 
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_file_without_a_certificate_names_its_field_and_insecure_needs_none() {
+            let dir = tempfile::tempdir().unwrap();
+            let junk = dir.path().join("junk.pem");
+            std::fs::write(&junk, "not a certificate\n").unwrap();
+            let t = TlsOptions {
+                ca_file: junk.display().to_string(),
+                ..TlsOptions::default()
+            };
+            let e = t.client_config("nats").unwrap_err().to_string();
+            assert!(
+                e.contains("nats.tls.ca_file") && e.contains("junk.pem"),
+                "{e}"
+            );
+            let t = TlsOptions {
+                insecure: true,
+                ..TlsOptions::default()
+            };
+            assert!(t.client_config("redis").is_ok());
+            let t = TlsOptions {
+                insecure: true,
+                cert_file: junk.display().to_string(),
+                key_file: junk.display().to_string(),
+                ..TlsOptions::default()
+            };
+            let e = t.client_config("rabbitmq").unwrap_err().to_string();
+            assert!(e.contains("rabbitmq.tls.cert_file"), "{e}");
+            assert_eq!(t.name_for("h"), "h");
+        }
+
+        #[test]
+        fn verdicts_name_the_field_to_fix() {
+            let v = |t: &str| verdict(t, "nats").map(|(_, f)| f);
+            assert_eq!(
+                v("invalid peer certificate: UnknownIssuer").as_deref(),
+                Some("nats.tls.ca_file")
+            );
+            assert_eq!(
+                v("invalid peer certificate: certificate not valid for name \"x\"").as_deref(),
+                Some("nats.tls.server_name")
+            );
+            assert_eq!(
+                v("invalid peer certificate: Expired").as_deref(),
+                Some("nats.tls.ca_file")
+            );
+            assert_eq!(v("connection refused"), None);
+        }
+    }
+
     /// Encrypts, checks the handshake's signatures, trusts any certificate
     /// (`insecure: true`, a lab only; warned about on the console and in the record).
     #[derive(Debug)]

@@ -286,6 +286,69 @@ mod tests {
     use crate::options::Section;
 
     #[test]
+    fn sasl_and_tls_name_their_fields() {
+        let with = |f: &dyn Fn(&mut KafkaOptions)| {
+            let mut o = KafkaOptions::default();
+            f(&mut o);
+            o
+        };
+        assert_eq!(KafkaOptions::default().security_protocol(), "PLAINTEXT");
+        let gss = with(&|o| o.sasl_mechanism = "GSSAPI".into());
+        assert!(gss
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("kafka.sasl_mechanism"));
+        let no_user = with(&|o| o.sasl_mechanism = "SCRAM-SHA-256".into());
+        assert!(no_user
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("kafka.sasl_username"));
+        let no_password = with(&|o| {
+            o.sasl_mechanism = "PLAIN".into();
+            o.sasl_username = "u".into();
+        });
+        let e = no_password.validate().unwrap_err().to_string();
+        assert!(e.contains("kafka.password_env"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, "secret\n").unwrap();
+        let plain = with(&|o| {
+            o.sasl_mechanism = "PLAIN".into();
+            o.sasl_username = "u".into();
+            o.password_file = pw.display().to_string();
+        });
+        assert!(plain.validate().is_ok());
+        assert_eq!(plain.security_protocol(), "SASL_PLAINTEXT");
+        assert!(
+            plain.warnings()[0].contains("in the clear"),
+            "{:?}",
+            plain.warnings()
+        );
+        let both = with(&|o| {
+            o.sasl_mechanism = "SCRAM-SHA-512".into();
+            o.sasl_username = "u".into();
+            o.password_file = pw.display().to_string();
+            o.tls.enabled = true;
+        });
+        assert_eq!(both.security_protocol(), "SASL_SSL");
+        assert!(both.warnings().is_empty());
+        let orphan = with(&|o| o.sasl_username = "u".into());
+        assert!(orphan
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("kafka.sasl_mechanism"));
+        let named = with(&|o| o.tls.server_name = "x".into());
+        assert!(named
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("kafka.tls.server_name"));
+    }
+
+    #[test]
     fn defaults_parse_and_unknown_fields_are_refused() {
         let o: KafkaOptions =
             serde_json::from_str(r#"{"members":2,"linger":"1ms","session_timeout":"6s"}"#).unwrap();

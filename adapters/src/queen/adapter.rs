@@ -674,11 +674,34 @@ mod tests {
     #[test]
     fn bad_options_fail_at_construction() {
         let e = QueenBroker::new(QueenOptions {
-            url: "https://example.invalid".into(),
+            url: "ftp://example.invalid".into(),
             ..Default::default()
         })
         .unwrap_err();
         assert!(matches!(e, BrokerError::Config { ref field, .. } if field == "queen.url"));
+        // TLS is asked for by an https:// URL only.
+        let e = QueenBroker::new(QueenOptions {
+            tls: crate::tls::TlsOptions {
+                enabled: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(matches!(e, BrokerError::Config { ref field, .. } if field == "queen.url"));
+        // A token in two places is ambiguous.
+        let e = QueenBroker::new(QueenOptions {
+            token: Some("t".into()),
+            token_env: "CROSSBENCH_SURELY_UNSET".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(matches!(e, BrokerError::Config { ref field, .. } if field == "queen.token"));
+        assert!(QueenBroker::new(QueenOptions {
+            url: "https://example.invalid".into(),
+            ..Default::default()
+        })
+        .is_ok());
     }
 
     /// `broker_stats` keys as they were hand-listed before the snapshot was derived:

@@ -242,6 +242,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tls_needs_amqps_and_a_password_needs_a_user() {
+        use crate::options::Section;
+        let o = RabbitOptions {
+            tls: crate::tls::TlsOptions {
+                enabled: true,
+                ..Default::default()
+            },
+            ..RabbitOptions::default()
+        };
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("rabbitmq.url") && e.contains("amqps://"), "{e}");
+        std::env::set_var("CROSSBENCH_TEST_RABBIT_PW", "pw");
+        let o = RabbitOptions {
+            url: "amqps://127.0.0.1:5671/%2f".into(),
+            password_env: "CROSSBENCH_TEST_RABBIT_PW".into(),
+            ..RabbitOptions::default()
+        };
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("needs a user"));
+        let o = RabbitOptions {
+            url: "amqps://bench@mq.internal/%2f".into(),
+            ..o
+        };
+        assert!(o.validate().is_ok());
+        assert_eq!(o.connect_url().unwrap(), "amqps://bench:pw@mq.internal/%2f");
+        assert_eq!(o.endpoint().unwrap(), "mq.internal:5671");
+        let routed = o.routed_to("127.0.0.1:40000").unwrap();
+        assert_eq!(routed.tls.server_name, "mq.internal");
+        assert!(o.warnings().is_empty());
+        let texted = RabbitOptions {
+            url: "amqp://bench:s3cret@h/%2f".into(),
+            ..RabbitOptions::default()
+        };
+        assert!(texted.warnings()[0].contains("rabbitmq.url"));
+        assert!(RabbitOptions::default().warnings().is_empty());
+    }
+
+    #[test]
     fn defaults_and_kebab_names() {
         let o: RabbitOptions = serde_json::from_str(
             r#"{"idiom":"hash-exchange","queue_type":"quorum","linger":"5ms"}"#,
