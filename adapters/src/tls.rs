@@ -207,34 +207,40 @@ pub mod client {
     /// field that fixes it; `None` when the text is not a certificate's verdict.
     pub fn verdict(text: &str, section: &str) -> Option<(String, String)> {
         let t = text.to_ascii_lowercase();
-        let (what, field) = if t.contains("unknownissuer")
-            || t.contains("unknown issuer")
-            || t.contains("unknown ca")
-        {
-            (
-                "the server's certificate is not signed by a CA it trusts",
-                "tls.ca_file",
-            )
-        } else if t.contains("notvalidforname") || t.contains("not valid for name") {
-            (
-                "the server's certificate does not carry the name connected to",
-                "tls.server_name",
-            )
-        } else if t.contains("expired") {
-            (
-                "the server's certificate has expired (or the clock is wrong)",
-                "tls.ca_file",
-            )
-        } else if t.contains("notvalidyet") {
-            (
-                "the server's certificate is not valid yet (or the clock is wrong)",
-                "tls.ca_file",
-            )
-        } else if t.contains("invalid peer certificate") || t.contains("certificate") {
-            ("the server's certificate was refused", "tls.ca_file")
-        } else {
-            return None;
-        };
+        let (what, field) =
+            if t.contains("certificaterequired") || t.contains("certificate required") {
+                (
+                    "the server requires a client certificate (mutual TLS)",
+                    "tls.cert_file",
+                )
+            } else if t.contains("unknownissuer")
+                || t.contains("unknown issuer")
+                || t.contains("unknown ca")
+            {
+                (
+                    "the server's certificate is not signed by a CA it trusts",
+                    "tls.ca_file",
+                )
+            } else if t.contains("notvalidforname") || t.contains("not valid for name") {
+                (
+                    "the server's certificate does not carry the name connected to",
+                    "tls.server_name",
+                )
+            } else if t.contains("expired") {
+                (
+                    "the server's certificate has expired (or the clock is wrong)",
+                    "tls.ca_file",
+                )
+            } else if t.contains("notvalidyet") {
+                (
+                    "the server's certificate is not valid yet (or the clock is wrong)",
+                    "tls.ca_file",
+                )
+            } else if t.contains("invalid peer certificate") || t.contains("certificate") {
+                ("the server's certificate was refused", "tls.ca_file")
+            } else {
+                return None;
+            };
         Some((what.to_string(), format!("{section}.{field}")))
     }
 
@@ -287,7 +293,26 @@ pub mod client {
                 v("invalid peer certificate: Expired").as_deref(),
                 Some("nats.tls.ca_file")
             );
+            assert_eq!(
+                v("received fatal alert: CertificateRequired").as_deref(),
+                Some("nats.tls.cert_file")
+            );
             assert_eq!(v("connection refused"), None);
+        }
+    }
+
+    /// How to fix `field` (one of [`verdict`]'s), in a person's words.
+    pub fn fix(field: &str) -> &'static str {
+        if field.ends_with("tls.cert_file") {
+            "give a client certificate (and its key in tls.key_file) signed by a CA the server trusts"
+        } else if field.ends_with("tls.server_name") {
+            "connect by, or name, a host the server's certificate carries"
+        } else if field.ends_with("bootstrap_servers") {
+            "connect by a host name the brokers' certificates carry (their advertised listeners' names)"
+        } else if field.ends_with(".tls") {
+            "set it: the server speaks TLS (tls.ca_file, the CA that signed its certificate)"
+        } else {
+            "give the CA that signed the server's certificate (and make sure the certificate names the host connected to and is in date)"
         }
     }
 
@@ -406,6 +431,17 @@ pub fn plain_unless_asked(dsn: &str) -> String {
         let sep = if dsn.contains('?') { '&' } else { '?' };
         format!("{dsn}{sep}sslmode=disable")
     }
+}
+
+/// The field a refused password asks to fix: `<section>.password_file` when the
+/// password came from a file, `<section>.password_env` otherwise.
+pub fn password_field(section: &str, password_file: &str) -> String {
+    let from = if password_file.is_empty() {
+        "env"
+    } else {
+        "file"
+    };
+    format!("{section}.password_{from}")
 }
 
 /// The warning for a password written into a URL of the scenario's text.

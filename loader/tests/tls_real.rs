@@ -59,6 +59,17 @@ fn make_ca(dir: &Path, name: &str, server: bool) -> PathBuf {
     dir.join(format!("{name}-ca.pem"))
 }
 
+/// `<tmp>/certs` with a CA that signed a server certificate for 127.0.0.1 and
+/// localhost (`server.pem`, `server.key`), and a second CA that signed nothing:
+/// (the directory, the CA, the wrong CA).
+fn certificates(tmp: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let certs = tmp.join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let ca = make_ca(&certs, "good", true);
+    let wrong_ca = make_ca(&certs, "wrong", false);
+    (certs, ca, wrong_ca)
+}
+
 /// `crossbench run pgmq-smoke` against the cluster with `sets`, the password in
 /// `CBTLS_PASSWORD`: (exit code, console, seconds it took).
 fn run(out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
@@ -145,10 +156,7 @@ fn pgmq_over_tls_with_a_scram_password() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let certs = tmp.path().join("certs");
-    std::fs::create_dir_all(&certs).unwrap();
-    let ca = make_ca(&certs, "good", true);
-    let wrong_ca = make_ca(&certs, "wrong", false);
+    let (certs, ca, wrong_ca) = certificates(tmp.path());
     // The server's key where the cluster's owner can read it, and nobody else.
     let conf = format!("/etc/postgresql/{}/{}", pg.version, pg.name);
     sh(&format!(
@@ -379,10 +387,7 @@ fn rabbitmq_over_tls_with_a_password() {
     let _g = support::serial();
     let port = support::free_port();
     let tmp = tempfile::tempdir().unwrap();
-    let certs = tmp.path().join("certs");
-    std::fs::create_dir_all(&certs).unwrap();
-    let ca = make_ca(&certs, "good", true);
-    let wrong_ca = make_ca(&certs, "wrong", false);
+    let (certs, ca, wrong_ca) = certificates(tmp.path());
     let conf = format!(
         "listeners.tcp = none\nlisteners.ssl.default = 127.0.0.1:{port}\n\
          ssl_options.cacertfile = {{dir}}/good-ca.pem\nssl_options.certfile = {{dir}}/server.pem\n\
@@ -449,10 +454,7 @@ fn nats_over_tls_with_a_password() {
     let _g = support::serial();
     let port = support::free_port();
     let tmp = tempfile::tempdir().unwrap();
-    let certs = tmp.path().join("certs");
-    std::fs::create_dir_all(&certs).unwrap();
-    let ca = make_ca(&certs, "good", true);
-    let wrong_ca = make_ca(&certs, "wrong", false);
+    let (certs, ca, wrong_ca) = certificates(tmp.path());
     let secret = support::secrets::make("tlsnats");
     let conf = format!(
         "listen: 127.0.0.1:{port}\njetstream {{ store_dir: \"{{dir}}/js\" }}\n\
@@ -501,10 +503,7 @@ fn redis_over_tls_with_an_acl_user() {
     let _g = support::serial();
     let port = support::free_port();
     let tmp = tempfile::tempdir().unwrap();
-    let certs = tmp.path().join("certs");
-    std::fs::create_dir_all(&certs).unwrap();
-    let ca = make_ca(&certs, "good", true);
-    let wrong_ca = make_ca(&certs, "wrong", false);
+    let (certs, ca, wrong_ca) = certificates(tmp.path());
     let secret = support::secrets::make("tlsredis");
     let conf = format!(
         "bind 127.0.0.1\nport 0\ntls-port {port}\ntls-cert-file {{dir}}/server.pem\n\
@@ -557,10 +556,7 @@ fn queen_over_https_reaches_the_endpoint_and_refuses_the_wrong_ca() {
     let _g = support::serial();
     let port = support::free_port();
     let tmp = tempfile::tempdir().unwrap();
-    let certs = tmp.path().join("certs");
-    std::fs::create_dir_all(&certs).unwrap();
-    let ca = make_ca(&certs, "good", true);
-    let wrong_ca = make_ca(&certs, "wrong", false);
+    let (certs, ca, wrong_ca) = certificates(tmp.path());
     let port_arg = port.to_string();
     let Some(_server) = need(
         "openssl s_server as an HTTPS endpoint",
@@ -639,6 +635,142 @@ fn queen_over_https_reaches_the_endpoint_and_refuses_the_wrong_ca() {
         "queen.tls.ca_file",
         &token,
     );
+
+    // A certificate the right CA signed, expired a long time ago.
+    let expired = expired_server(&certs);
+    let port = support::free_port();
+    let port_arg = port.to_string();
+    let Some(_old) = need(
+        "openssl s_server with an expired certificate",
+        support::victims::OwnServer::start(
+            "openssl",
+            &[
+                "s_server",
+                "-accept",
+                &port_arg,
+                "-cert",
+                "{dir}/expired.pem",
+                "-key",
+                "{dir}/server.key",
+                "-www",
+            ],
+            "",
+            &[&expired, &certs.join("server.key")],
+            port,
+        ),
+    ) else {
+        return;
+    };
+    let host = format!("127.0.0.1:{port}");
+    let out = tmp.path().join("expired");
+    let ran = run_scenario(
+        "queen-smoke.yaml",
+        &out,
+        &[
+            format!("queen.url=https://{host}"),
+            "queen.token_env=CBTLS_PASSWORD".to_string(),
+            format!("queen.tls.ca_file={}", ca.display()),
+        ],
+        &token,
+    );
+    assert!(ran.1.contains("expired"), "the message says so:\n{}", ran.1);
+    ends_at_setup(
+        "an expired certificate",
+        &out,
+        ran,
+        &host,
+        "queen.tls.ca_file",
+        &token,
+    );
+}
+
+/// `client.pem` and `client.key` in `dir`: a client certificate the good CA signed.
+fn client_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let d = dir.display();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    sh(&format!(
+        "openssl req -newkey rsa:2048 -nodes -subj '/CN=crossbench client' -keyout {d}/client.key -out {d}/client.csr 2>&1 && \
+         openssl x509 -req -in {d}/client.csr -CA {d}/good-ca.pem -CAkey {d}/good-ca.key -CAcreateserial \
+         -days 2 -extfile {d}/client.ext -out {d}/client.pem 2>&1"
+    ));
+    (dir.join("client.pem"), dir.join("client.key"))
+}
+
+/// Mutual TLS, on Redis: a redis-server of the test's own that requires a client
+/// certificate (`tls-auth-clients yes`) signed by the CA. With `redis.tls.cert_file`
+/// and `key_file` the cell ends PASS; without them it ends at setup, exit 1, naming
+/// `redis.tls.cert_file`.
+#[test]
+fn redis_with_a_client_certificate() {
+    if !openssl() {
+        return;
+    }
+    let _g = support::serial();
+    let port = support::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let (certs, ca, _) = certificates(tmp.path());
+    let (cert, key) = client_certificate(&certs);
+    let conf = format!(
+        "bind 127.0.0.1\nport 0\ntls-port {port}\ntls-cert-file {{dir}}/server.pem\n\
+         tls-key-file {{dir}}/server.key\ntls-ca-cert-file {{dir}}/good-ca.pem\ntls-auth-clients yes\n\
+         save \"\"\nappendonly no\ndir {{dir}}\n"
+    );
+    let Some(server) = need(
+        "a redis-server of the test's own that requires client certificates",
+        support::victims::OwnServer::start(
+            "redis-server",
+            &["{dir}/server.conf"],
+            &conf,
+            &[&ca, &certs.join("server.pem"), &certs.join("server.key")],
+            port,
+        ),
+    ) else {
+        return;
+    };
+    let mut base = vec![
+        format!("redis.url=rediss://127.0.0.1:{port}/"),
+        format!("redis.tls.ca_file={}", ca.display()),
+    ];
+    base.extend(short_cell());
+    let good = tmp.path().join("good");
+    let mut sets = base.clone();
+    sets.push(format!("redis.tls.cert_file={}", cert.display()));
+    sets.push(format!("redis.tls.key_file={}", key.display()));
+    let (code, console, _) = run_scenario("redis-smoke.yaml", &good, &sets, "");
+    assert_eq!(code, 0, "{console}\n{}", server.log_tail());
+    assert_eq!(result(&good)["outcome"], "PASS", "{console}");
+    let out = tmp.path().join("no-client-certificate");
+    let ran = run_scenario("redis-smoke.yaml", &out, &base, "");
+    ends_at_setup(
+        "no client certificate",
+        &out,
+        ran,
+        &format!("127.0.0.1:{port}"),
+        "redis.tls.cert_file",
+        "no-secret-here",
+    );
+}
+
+/// `expired.pem` in `dir`: the server's key and names, signed by the good CA, valid
+/// for one day in 2020 (`openssl ca` sets past dates; `openssl x509` cannot).
+fn expired_server(dir: &Path) -> PathBuf {
+    let d = dir.display();
+    std::fs::write(dir.join("index.txt"), "").unwrap();
+    std::fs::write(dir.join("serial"), "1000\n").unwrap();
+    std::fs::write(
+        dir.join("ca.cnf"),
+        format!(
+            "[ca]\ndefault_ca = cb\n[cb]\ndatabase = {d}/index.txt\nnew_certs_dir = {d}\n\
+             serial = {d}/serial\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n"
+        ),
+    )
+    .unwrap();
+    sh(&format!(
+        "openssl ca -batch -notext -config {d}/ca.cnf -cert {d}/good-ca.pem -keyfile {d}/good-ca.key \
+         -in {d}/server.csr -out {d}/expired.pem -startdate 20200101000000Z -enddate 20200102000000Z \
+         -extfile {d}/san.ext 2>&1"
+    ));
+    dir.join("expired.pem")
 }
 
 /// Kafka, SASL: a tansu of the test's own with `--authentication` and a SCRAM-SHA-256
@@ -716,10 +848,7 @@ fn kafka_tls_reaches_a_tls_endpoint_and_refuses_the_wrong_ca() {
     let _g = support::serial();
     let port = support::free_port();
     let tmp = tempfile::tempdir().unwrap();
-    let certs = tmp.path().join("certs");
-    std::fs::create_dir_all(&certs).unwrap();
-    let ca = make_ca(&certs, "good", true);
-    let wrong_ca = make_ca(&certs, "wrong", false);
+    let (certs, ca, wrong_ca) = certificates(tmp.path());
     let port_arg = port.to_string();
     let Some(_server) = need(
         "openssl s_server as a TLS endpoint",

@@ -153,13 +153,9 @@ pub(super) fn verdict(o: &KafkaOptions, heard: &str) -> BrokerError {
     let at = &o.bootstrap_servers;
     let l = words(heard);
     if l.contains("sasl") || l.contains("authentication") {
-        let field = if o.password_file.is_empty() {
-            "kafka.password_env"
-        } else {
-            "kafka.password_file"
-        };
+        let field = crate::tls::password_field("kafka", &o.password_file);
         return BrokerError::Config {
-            field: field.into(),
+            field: field.clone(),
             message: format!(
                 "the Kafka broker at {at} refused the login ({heard}). Fix the password in {field}, kafka.sasl_username, or kafka.sasl_mechanism (the broker's: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)"
             ),
@@ -192,7 +188,8 @@ pub(super) fn verdict(o: &KafkaOptions, heard: &str) -> BrokerError {
     BrokerError::Config {
         field: field.into(),
         message: format!(
-            "TLS to the Kafka broker at {at} failed: {what} ({heard}). Fix {field}: the CA that signed the broker's certificate (kafka.tls.ca_file), and a certificate that names the host connected to"
+            "TLS to the Kafka broker at {at} failed: {what} ({heard}). Fix {field}: {}",
+            crate::tls::client::fix(field)
         ),
     }
 }

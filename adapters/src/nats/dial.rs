@@ -71,21 +71,20 @@ fn failure(
                 return BrokerError::Config {
                     field: field.clone(),
                     message: format!(
-                        "TLS to NATS at {host} failed: {what} ({text}). Fix {field}: the CA that signed the server's certificate, and a certificate that names the URL's host"
+                        "TLS to NATS at {host} failed: {what} ({text}). Fix {field}: {}",
+                        crate::tls::client::fix(&field)
                     ),
                 };
             }
         }
         ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
-            let field = if !o.creds_file.is_empty() {
-                "nats.creds_file"
-            } else if !o.password_file.is_empty() {
-                "nats.password_file"
+            let field = if o.creds_file.is_empty() {
+                crate::tls::password_field("nats", &o.password_file)
             } else {
-                "nats.password_env"
+                "nats.creds_file".to_string()
             };
             return BrokerError::Config {
-                field: field.into(),
+                field: field.clone(),
                 message: format!(
                     "NATS at {host} refused the login: {text}. Fix {field}, or the user in nats.url"
                 ),

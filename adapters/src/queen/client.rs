@@ -75,6 +75,9 @@ pub(crate) fn http_client(o: &QueenOptions) -> Result<reqwest::Client, BrokerErr
         v.set_sensitive(true);
         headers.insert(AUTHORIZATION, v);
     }
+    // reqwest asks for the process's rustls provider even for http:// (and panics
+    // without one): the one every client here uses, installed first.
+    crate::tls::client::provider();
     let mut builder = reqwest::Client::builder();
     if o.url.starts_with("https://") {
         builder = builder.tls_backend_preconfigured(o.tls.client_config("queen")?);
@@ -131,8 +134,9 @@ impl Client {
                     error: BrokerError::Config {
                         field: field.clone(),
                         message: format!(
-                            "TLS to Queen at {} failed: {what} ({text}). Fix {field}: the CA that signed the server's certificate, and a certificate that names the URL's host",
-                            self.base()
+                            "TLS to Queen at {} failed: {what} ({text}). Fix {field}: {}",
+                            self.base(),
+                            crate::tls::client::fix(&field),
                         ),
                     },
                     retryable: false,

@@ -50,26 +50,22 @@ pub(super) async fn open(o: &RabbitOptions, name: &str) -> Result<Connection, St
 /// is the scenario's to fix (a configuration error naming the field), anything else a
 /// connection failure the caller may retry.
 pub(super) fn failure(o: &RabbitOptions, text: &str, at: &str) -> BrokerError {
-    let host = o.host();
     if o.amqps() {
         if let Some((what, field)) = crate::tls::client::verdict(text, "rabbitmq") {
             return BrokerError::Config {
                 field: field.clone(),
                 message: format!(
-                    "TLS to RabbitMQ at {at} failed: {what} ({text}). Fix {field}: the CA that signed the server's certificate, and a certificate that names {host} (or rabbitmq.tls.server_name)"
+                    "TLS to RabbitMQ at {at} failed: {what} ({text}). Fix {field}: {}",
+                    crate::tls::client::fix(&field)
                 ),
             };
         }
     }
     let t = text.to_ascii_lowercase();
     if t.contains("access_refused") || t.contains("access-refused") {
-        let field = if o.password_file.is_empty() {
-            "rabbitmq.password_env"
-        } else {
-            "rabbitmq.password_file"
-        };
+        let field = crate::tls::password_field("rabbitmq", &o.password_file);
         return BrokerError::Config {
-            field: field.into(),
+            field: field.clone(),
             message: format!(
                 "RabbitMQ at {at} refused the login: {text}. Fix the password in {field}, or the user in rabbitmq.url"
             ),

@@ -74,7 +74,8 @@ pub(super) fn failure(o: &RedisOptions, e: &RedisError, provision: &str) -> Brok
             return BrokerError::Config {
                 field: field.clone(),
                 message: format!(
-                    "TLS to Redis at {host} failed: {what} ({text}). Fix {field}: the CA that signed the server's certificate, and a certificate that names the URL's host"
+                    "TLS to Redis at {host} failed: {what} ({text}). Fix {field}: {}",
+                    crate::tls::client::fix(&field)
                 ),
             };
         }
@@ -84,13 +85,9 @@ pub(super) fn failure(o: &RedisOptions, e: &RedisError, provision: &str) -> Brok
         || t.contains("wrongpass")
         || t.contains("noauth")
     {
-        let field = if o.password_file.is_empty() {
-            "redis.password_env"
-        } else {
-            "redis.password_file"
-        };
+        let field = crate::tls::password_field("redis", &o.password_file);
         return BrokerError::Config {
-            field: field.into(),
+            field: field.clone(),
             message: format!(
                 "Redis at {host} refused the login: {text}. Fix the password in {field}, or the user in redis.url"
             ),
