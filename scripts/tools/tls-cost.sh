@@ -6,6 +6,7 @@
 # delivery; the records stay under OUT. Never touches the machine's shared node.
 #
 #   scripts/tools/tls-cost.sh /path/to/crossbench [OUT] [REPEATS]
+# RATE=<ev/s> runs the cells at another rate than rabbit-smoke's 200.
 set -euo pipefail
 CB=${1:?the crossbench binary (a release build)}
 OUT=${2:-/tmp/crossbench-tls-cost}
@@ -50,6 +51,7 @@ done
 rabbitmqctl -q -n "$NODE" status >/dev/null
 
 common=(--set duration=30s --set warmup=5s --set rabbitmq.cost_snapshot=false
+        ${RATE:+--set rate=$RATE}
         --set "sample.targets=[\"rabbitmq=pidfile:$DIR/pid\"]" -q)
 mkdir -p "$OUT"
 for i in $(seq 1 "$REPEATS"); do
