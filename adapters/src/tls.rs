@@ -24,6 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::BrokerError;
 use crate::options::OptionsError;
 
 /// A system section's `tls:` block.
@@ -203,47 +204,6 @@ pub mod client {
         }
     }
 
-    /// What a failed handshake's text says went wrong, in a person's words, with the
-    /// field that fixes it; `None` when the text is not a certificate's verdict.
-    pub fn verdict(text: &str, section: &str) -> Option<(String, String)> {
-        let t = text.to_ascii_lowercase();
-        let (what, field) =
-            if t.contains("certificaterequired") || t.contains("certificate required") {
-                (
-                    "the server requires a client certificate (mutual TLS)",
-                    "tls.cert_file",
-                )
-            } else if t.contains("unknownissuer")
-                || t.contains("unknown issuer")
-                || t.contains("unknown ca")
-            {
-                (
-                    "the server's certificate is not signed by a CA it trusts",
-                    "tls.ca_file",
-                )
-            } else if t.contains("notvalidforname") || t.contains("not valid for name") {
-                (
-                    "the server's certificate does not carry the name connected to",
-                    "tls.server_name",
-                )
-            } else if t.contains("expired") {
-                (
-                    "the server's certificate has expired (or the clock is wrong)",
-                    "tls.ca_file",
-                )
-            } else if t.contains("notvalidyet") {
-                (
-                    "the server's certificate is not valid yet (or the clock is wrong)",
-                    "tls.ca_file",
-                )
-            } else if t.contains("invalid peer certificate") || t.contains("certificate") {
-                ("the server's certificate was refused", "tls.ca_file")
-            } else {
-                return None;
-            };
-        Some((what.to_string(), format!("{section}.{field}")))
-    }
-
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -276,43 +236,6 @@ pub mod client {
             let e = t.client_config("rabbitmq").unwrap_err().to_string();
             assert!(e.contains("rabbitmq.tls.cert_file"), "{e}");
             assert_eq!(t.name_for("h"), "h");
-        }
-
-        #[test]
-        fn verdicts_name_the_field_to_fix() {
-            let v = |t: &str| verdict(t, "nats").map(|(_, f)| f);
-            assert_eq!(
-                v("invalid peer certificate: UnknownIssuer").as_deref(),
-                Some("nats.tls.ca_file")
-            );
-            assert_eq!(
-                v("invalid peer certificate: certificate not valid for name \"x\"").as_deref(),
-                Some("nats.tls.server_name")
-            );
-            assert_eq!(
-                v("invalid peer certificate: Expired").as_deref(),
-                Some("nats.tls.ca_file")
-            );
-            assert_eq!(
-                v("received fatal alert: CertificateRequired").as_deref(),
-                Some("nats.tls.cert_file")
-            );
-            assert_eq!(v("connection refused"), None);
-        }
-    }
-
-    /// How to fix `field` (one of [`verdict`]'s), in a person's words.
-    pub fn fix(field: &str) -> &'static str {
-        if field.ends_with("tls.cert_file") {
-            "give a client certificate (and its key in tls.key_file) signed by a CA the server trusts"
-        } else if field.ends_with("tls.server_name") {
-            "connect by, or name, a host the server's certificate carries"
-        } else if field.ends_with("bootstrap_servers") {
-            "connect by a host name the brokers' certificates carry (their advertised listeners' names)"
-        } else if field.ends_with(".tls") {
-            "set it: the server speaks TLS (tls.ca_file, the CA that signed its certificate)"
-        } else {
-            "give the CA that signed the server's certificate (and make sure the certificate names the host connected to and is in date)"
         }
     }
 
@@ -365,6 +288,84 @@ pub mod client {
             self.0.signature_verification_algorithms.supported_schemes()
         }
     }
+}
+
+/// What a failed handshake's text says went wrong, in a person's words, with the field
+/// that fixes it, and the configuration error that says so. Text only: every client's
+/// words (rustls's, and through [`refused`] librdkafka's OpenSSL) go through here,
+/// whatever TLS stack the build has.
+/// What a failed handshake's text says went wrong, in a person's words, with the
+/// field that fixes it; `None` when the text is not a certificate's verdict.
+pub fn verdict(text: &str, section: &str) -> Option<(String, String)> {
+    let t = text.to_ascii_lowercase();
+    let (what, field) = if t.contains("certificaterequired") || t.contains("certificate required") {
+        (
+            "the server requires a client certificate (mutual TLS)",
+            "tls.cert_file",
+        )
+    } else if t.contains("unknownissuer")
+        || t.contains("unknown issuer")
+        || t.contains("unknown ca")
+    {
+        (
+            "the server's certificate is not signed by a CA it trusts",
+            "tls.ca_file",
+        )
+    } else if t.contains("notvalidforname") || t.contains("not valid for name") {
+        (
+            "the server's certificate does not carry the name connected to",
+            "tls.server_name",
+        )
+    } else if t.contains("expired") {
+        (
+            "the server's certificate has expired (or the clock is wrong)",
+            "tls.ca_file",
+        )
+    } else if t.contains("notvalidyet") {
+        (
+            "the server's certificate is not valid yet (or the clock is wrong)",
+            "tls.ca_file",
+        )
+    } else if t.contains("invalid peer certificate") || t.contains("certificate") {
+        ("the server's certificate was refused", "tls.ca_file")
+    } else {
+        return None;
+    };
+    Some((what.to_string(), format!("{section}.{field}")))
+}
+
+/// How to fix `field` (one of [`verdict`]'s), in a person's words.
+pub fn fix(field: &str) -> &'static str {
+    if field.ends_with("tls.cert_file") {
+        "give a client certificate (and its key in tls.key_file) signed by a CA the server trusts"
+    } else if field.ends_with("tls.server_name") {
+        "connect by, or name, a host the server's certificate carries"
+    } else if field.ends_with("bootstrap_servers") {
+        "connect by a host name the brokers' certificates carry (their advertised listeners' names)"
+    } else if field.ends_with(".tls") {
+        "set it: the server speaks TLS (tls.ca_file, the CA that signed its certificate)"
+    } else {
+        "give the CA that signed the server's certificate (and make sure the certificate names the host connected to and is in date)"
+    }
+}
+
+/// The configuration error of a TLS handshake to `system` at `at` that failed for
+/// `what` (`detail`: the client's own words), naming `field` and how to fix it.
+pub fn refused(system: &str, at: &str, what: &str, detail: &str, field: &str) -> BrokerError {
+    BrokerError::Config {
+        field: field.to_string(),
+        message: format!(
+            "TLS to {system} at {at} failed: {what} ({detail}). Fix {field}: {}",
+            fix(field)
+        ),
+    }
+}
+
+/// [`refused`] for a client's error `text`, when [`verdict`] reads a certificate's
+/// verdict in it; `None` otherwise (the caller's own error then stands).
+pub fn handshake_refused(system: &str, section: &str, at: &str, text: &str) -> Option<BrokerError> {
+    let (what, field) = verdict(text, section)?;
+    Some(refused(system, at, &what, text, &field))
 }
 
 /// Where a password (or a token) comes from: `<what>_env` (a variable's name) or
@@ -454,6 +455,28 @@ pub fn password_in_text(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdicts_name_the_field_to_fix() {
+        let v = |t: &str| verdict(t, "nats").map(|(_, f)| f);
+        assert_eq!(
+            v("invalid peer certificate: UnknownIssuer").as_deref(),
+            Some("nats.tls.ca_file")
+        );
+        assert_eq!(
+            v("invalid peer certificate: certificate not valid for name \"x\"").as_deref(),
+            Some("nats.tls.server_name")
+        );
+        assert_eq!(
+            v("invalid peer certificate: Expired").as_deref(),
+            Some("nats.tls.ca_file")
+        );
+        assert_eq!(
+            v("received fatal alert: CertificateRequired").as_deref(),
+            Some("nats.tls.cert_file")
+        );
+        assert_eq!(v("connection refused"), None);
+    }
 
     #[test]
     fn on_validate_and_warn() {

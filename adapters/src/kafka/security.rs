@@ -117,13 +117,14 @@ pub(super) async fn probe(o: &KafkaOptions) -> Result<(), BrokerError> {
             .fetch_metadata(None, Duration::from_millis(500));
         // Serves the log events: what the context hears.
         client.poll(Duration::ZERO);
-        match got {
-            Ok(_) => return Probe::Answered,
-            Err(_) if heard.security().is_some() => {
-                return Probe::Refused(heard.security().unwrap_or_default())
-            }
-            Err(e) if Instant::now() >= deadline => return Probe::Silent(e.to_string()),
-            Err(_) => {}
+        let Err(e) = got else {
+            return Probe::Answered;
+        };
+        if let Some(refused) = heard.security() {
+            return Probe::Refused(refused);
+        }
+        if Instant::now() >= deadline {
+            return Probe::Silent(e.to_string());
         }
     })
     .await
@@ -185,11 +186,5 @@ pub(super) fn verdict(o: &KafkaOptions, heard: &str) -> BrokerError {
     } else {
         ("the TLS handshake failed", "kafka.tls.ca_file")
     };
-    BrokerError::Config {
-        field: field.into(),
-        message: format!(
-            "TLS to the Kafka broker at {at} failed: {what} ({heard}). Fix {field}: {}",
-            crate::tls::client::fix(field)
-        ),
-    }
+    crate::tls::refused("the Kafka broker", at, what, heard, field)
 }

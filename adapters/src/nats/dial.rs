@@ -67,14 +67,8 @@ fn failure(
 ) -> BrokerError {
     match kind {
         ConnectErrorKind::Tls | ConnectErrorKind::Io if o.tls_on() => {
-            if let Some((what, field)) = crate::tls::client::verdict(text, "nats") {
-                return BrokerError::Config {
-                    field: field.clone(),
-                    message: format!(
-                        "TLS to NATS at {host} failed: {what} ({text}). Fix {field}: {}",
-                        crate::tls::client::fix(&field)
-                    ),
-                };
+            if let Some(e) = crate::tls::handshake_refused("NATS", "nats", host, text) {
+                return e;
             }
         }
         ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {

@@ -69,7 +69,7 @@ pub(crate) fn http_client(o: &QueenOptions) -> Result<reqwest::Client, BrokerErr
     if let Some(t) = &o.bearer()? {
         let mut v =
             HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| BrokerError::Config {
-                field: "queen.token".into(),
+                field: o.token_field().into(),
                 message: "not a valid HTTP header value".into(),
             })?;
         v.set_sensitive(true);
@@ -103,13 +103,7 @@ impl Client {
             http: http_client(o)?,
             base: o.url.trim_end_matches('/').to_string(),
             timeout: o.request_timeout,
-            token_field: if !o.token_env.is_empty() {
-                "queen.token_env"
-            } else if !o.token_file.is_empty() {
-                "queen.token_file"
-            } else {
-                "queen.token"
-            },
+            token_field: o.token_field(),
         })
     }
 
@@ -129,16 +123,11 @@ impl Client {
         }
         let text = redact_url_passwords(&text);
         if self.base.starts_with("https://") {
-            if let Some((what, field)) = crate::tls::client::verdict(&text, "queen") {
+            if let Some(error) =
+                crate::tls::handshake_refused("Queen", "queen", &self.base(), &text)
+            {
                 return Failure {
-                    error: BrokerError::Config {
-                        field: field.clone(),
-                        message: format!(
-                            "TLS to Queen at {} failed: {what} ({text}). Fix {field}: {}",
-                            self.base(),
-                            crate::tls::client::fix(&field),
-                        ),
-                    },
+                    error,
                     retryable: false,
                 };
             }

@@ -140,6 +140,17 @@ impl QueenOptions {
         .read_as("token")
     }
 
+    /// The field the bearer token came from (what a refused token asks to fix).
+    pub fn token_field(&self) -> &'static str {
+        if !self.token_env.is_empty() {
+            "queen.token_env"
+        } else if !self.token_file.is_empty() {
+            "queen.token_file"
+        } else {
+            "queen.token"
+        }
+    }
+
     /// The lease in whole seconds as Queen takes it.
     pub fn lease_secs(&self) -> u64 {
         self.lease_time.as_secs().max(1)

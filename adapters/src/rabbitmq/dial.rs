@@ -51,14 +51,8 @@ pub(super) async fn open(o: &RabbitOptions, name: &str) -> Result<Connection, St
 /// connection failure the caller may retry.
 pub(super) fn failure(o: &RabbitOptions, text: &str, at: &str) -> BrokerError {
     if o.amqps() {
-        if let Some((what, field)) = crate::tls::client::verdict(text, "rabbitmq") {
-            return BrokerError::Config {
-                field: field.clone(),
-                message: format!(
-                    "TLS to RabbitMQ at {at} failed: {what} ({text}). Fix {field}: {}",
-                    crate::tls::client::fix(&field)
-                ),
-            };
+        if let Some(e) = crate::tls::handshake_refused("RabbitMQ", "rabbitmq", at, text) {
+            return e;
         }
     }
     let t = text.to_ascii_lowercase();

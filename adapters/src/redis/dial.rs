@@ -70,14 +70,8 @@ pub(super) fn failure(o: &RedisOptions, e: &RedisError, provision: &str) -> Brok
     let text = redact_url_passwords(&e.to_string());
     let host = host(o);
     if o.url.starts_with("rediss://") {
-        if let Some((what, field)) = crate::tls::client::verdict(&text, "redis") {
-            return BrokerError::Config {
-                field: field.clone(),
-                message: format!(
-                    "TLS to Redis at {host} failed: {what} ({text}). Fix {field}: {}",
-                    crate::tls::client::fix(&field)
-                ),
-            };
+        if let Some(e) = crate::tls::handshake_refused("Redis", "redis", &host, &text) {
+            return e;
         }
     }
     let t = text.to_ascii_lowercase();
