@@ -70,13 +70,8 @@ fn certificates(tmp: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (certs, ca, wrong_ca)
 }
 
-/// `crossbench run pgmq-smoke` against the cluster with `sets`, the password in
-/// `CBTLS_PASSWORD`: (exit code, console, seconds it took).
-fn run(out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
-    run_scenario("pgmq-smoke.yaml", out, sets, password)
-}
-
-/// `crossbench run <file>` with `sets`, the password in `CBTLS_PASSWORD`.
+/// `crossbench run <file>` with `sets`, the password in `CBTLS_PASSWORD`: (exit code,
+/// console, seconds it took).
 fn run_scenario(file: &str, out: &Path, sets: &[String], password: &str) -> (i32, String, f64) {
     let started = Instant::now();
     let mut c = binary();
@@ -193,9 +188,8 @@ fn pgmq_over_tls_with_a_scram_password() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
-    let dsn = format!("pgmq.dsn=postgres://cbtls@127.0.0.1:{port}/postgres");
     let base = vec![
-        dsn.clone(),
+        format!("pgmq.dsn=postgres://cbtls@127.0.0.1:{port}/postgres"),
         "pgmq.password_env=CBTLS_PASSWORD".to_string(),
         "duration=4s".into(),
         "warmup=1s".into(),
@@ -207,22 +201,21 @@ fn pgmq_over_tls_with_a_scram_password() {
         "void.schedule_lag_p99_max=10s".into(),
         "void.loader_cpu_max=1.0".into(),
     ];
-    let with = |extra: &[String]| -> Vec<String> {
-        let mut v = base.clone();
-        v.extend(extra.iter().cloned());
-        v
-    };
-
-    // Over TLS with the right CA and password: PASS, the internals read over TLS too.
+    // Over TLS with the right CA and password: PASS, the password nowhere; the wrong
+    // CA, the wrong password and no TLS each end the cell at setup.
     let good = tmp.path().join("good");
-    let (code, console, _) = run(
-        &good,
-        &with(&[format!("pgmq.tls.ca_file={}", ca.display())]),
-        &secret,
-    );
-    assert_eq!(code, 0, "{console}");
-    let r = result(&good);
-    assert_eq!(r["outcome"], "PASS", "{console}");
+    let r = Case {
+        scenario: "pgmq-smoke.yaml",
+        section: "pgmq",
+        host: format!("127.0.0.1:{port}"),
+        base: base.clone(),
+        ca: &ca,
+        wrong_ca: &wrong_ca,
+        secret: &secret,
+        extra: vec![("no TLS", vec![], "pgmq.tls")],
+    }
+    .check(tmp.path(), || pg.log_tail());
+    // The internals were read over TLS too.
     let samples = std::fs::read_to_string(good.join("samples.csv")).unwrap();
     assert!(
         samples
@@ -236,21 +229,14 @@ fn pgmq_over_tls_with_a_scram_password() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let scanned =
-        support::secrets::assert_nowhere(&secret, &[good.as_path()], &[("console", &console)]);
-    assert!(scanned > 10, "{scanned} files scanned");
 
     // `insecure`: encrypted without verifying, so even the wrong CA connects; said on
     // the console and in the record.
     let lab = tmp.path().join("insecure");
-    let (code, console, _) = run(
-        &lab,
-        &with(&[
-            format!("pgmq.tls.ca_file={}", wrong_ca.display()),
-            "pgmq.tls.insecure=true".into(),
-        ]),
-        &secret,
-    );
+    let mut sets = base;
+    sets.push(format!("pgmq.tls.ca_file={}", wrong_ca.display()));
+    sets.push("pgmq.tls.insecure=true".into());
+    let (code, console, _) = run_scenario("pgmq-smoke.yaml", &lab, &sets, &secret);
     assert_eq!(code, 0, "{console}");
     assert!(
         console.contains("warning: pgmq.tls.insecure is on"),
@@ -261,33 +247,10 @@ fn pgmq_over_tls_with_a_scram_password() {
         warned.contains("pgmq.tls.insecure is on"),
         "the record says so: {warned}"
     );
-    let r = result(&good);
     assert!(
         !r["warnings"].to_string().contains("insecure"),
         "a verified cell carries no such warning"
     );
-
-    // Each mistake ends the cell at setup, within seconds, exit 1, with the fix.
-    let host = format!("127.0.0.1:{port}");
-    for (what, sets, password, field) in [
-        (
-            "the wrong CA",
-            with(&[format!("pgmq.tls.ca_file={}", wrong_ca.display())]),
-            secret.clone(),
-            "pgmq.tls.ca_file",
-        ),
-        (
-            "the wrong password",
-            with(&[format!("pgmq.tls.ca_file={}", ca.display())]),
-            "not-the-password".to_string(),
-            "pgmq.password_env",
-        ),
-        ("no TLS", with(&[]), secret.clone(), "pgmq.tls"),
-    ] {
-        let out = tmp.path().join(what.replace(' ', "-"));
-        let ran = run(&out, &sets, &password);
-        ends_at_setup(what, &out, ran, &host, field, &secret);
-    }
 }
 
 /// One system's cells against its own TLS server: `base` (the URL with the user, the
