@@ -353,6 +353,15 @@ pub trait Broker: Send + Sync {
         None
     }
 
+    /// Where the system keeps and leads the streams of the last setup's topology, and
+    /// which node each connection is on, as the system answers now
+    /// ([`crate::placement`]); `None` when the adapter cannot ask (a system with no
+    /// replicated streams, or one the adapter does not ask). Never waits longer than
+    /// the adapter's request timeout per question.
+    async fn placement(&self) -> Option<crate::placement::Placement> {
+        None
+    }
+
     /// Release connections.
     async fn close(&self) -> Result<(), BrokerError>;
 }

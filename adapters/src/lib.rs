@@ -15,6 +15,7 @@ pub mod nap;
 pub mod options;
 #[cfg(feature = "postgres")]
 pub mod pg_settings;
+pub mod placement;
 pub mod provenance;
 pub mod race;
 pub mod redact;
@@ -29,6 +30,7 @@ pub use broker::{
 pub use counter::Counter;
 pub use error::{BrokerError, ErrorClass};
 pub use options::{OptionsError, Section};
+pub use placement::Placement;
 pub use provenance::Provenance;
 pub use registry::{
     BuildContext, BuildError, Capabilities, SharedConsumers, System, SystemOptions,
