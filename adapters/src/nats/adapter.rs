@@ -208,6 +208,30 @@ fn publish_error(e: jetstream::context::PublishError) -> BrokerError {
     }
 }
 
+/// A stream the server would not create: a replication it cannot give (a single
+/// server asked for replicas, a cluster with fewer JetStream servers than asked) is
+/// `nats.replicas`'s to fix; anything else as [`classify`] says.
+fn stream_refused(replicas: u32, name: &str, text: String) -> BrokerError {
+    let l = text.to_ascii_lowercase();
+    if replicas > 1 && l.contains("replicas") && l.contains("not supported") {
+        return BrokerError::Config {
+            field: "nats.replicas".into(),
+            message: redact_url_passwords(&format!(
+                "creating stream {name} with {replicas} replicas, the server answered: {text}. This server is not in a JetStream cluster: set nats.replicas: 1, or point nats.url at a cluster's servers"
+            )),
+        };
+    }
+    if replicas > 1 && (l.contains("insufficient resources") || l.contains("no suitable peers")) {
+        return BrokerError::Config {
+            field: "nats.replicas".into(),
+            message: redact_url_passwords(&format!(
+                "creating stream {name} with {replicas} replicas, the server answered: {text}. The cluster has fewer JetStream servers up than nats.replicas = {replicas}: lower it, or bring the servers up"
+            )),
+        };
+    }
+    classify(format!("creating stream {name}: {text}"))
+}
+
 use crate::nap::nap;
 
 impl NatsBroker {
@@ -522,6 +546,31 @@ fn newest_copies<T>(got: Vec<T>, seq: impl Fn(&T) -> u64) -> (Vec<T>, u64) {
     (out, superseded)
 }
 
+/// One stream's answer into `p`: its leader (or `leaderless`), and the leader then the
+/// other replicas by name.
+fn place(
+    p: &mut crate::placement::Placement,
+    stream: String,
+    cluster: Option<&stream::ClusterInfo>,
+) {
+    let leader = cluster
+        .and_then(|c| c.leader.clone())
+        .filter(|l| !l.is_empty());
+    let mut replicas: Vec<String> = leader.iter().cloned().collect();
+    for r in cluster.map(|c| c.replicas.as_slice()).unwrap_or_default() {
+        if !replicas.contains(&r.name) {
+            replicas.push(r.name.clone());
+        }
+    }
+    match leader {
+        Some(l) => {
+            p.leaders.insert(stream.clone(), l);
+        }
+        None => p.leaderless.push(stream.clone()),
+    }
+    p.replicas.insert(stream, replicas);
+}
+
 /// One batch key's deliveries: (message, stream sequence, redelivered).
 type Run = Vec<(jetstream::Message, u64, bool)>;
 
@@ -561,6 +610,7 @@ impl Broker for NatsBroker {
         provenance.report("go", info.go.clone());
         provenance.report("proto", info.proto.to_string());
         let mut stream_storage: Option<String> = None;
+        let mut stream_replicas: Option<usize> = None;
         let keys = topology.keys.max(1);
         let lanes = topology.physical_lanes(self.options.max_lanes);
         let max_ack_pending = if o.max_ack_pending > 0 {
@@ -585,7 +635,7 @@ impl Broker for NatsBroker {
                 name: name.clone(),
                 subjects: vec![format!("cb.{tok}.>")],
                 storage,
-                num_replicas: 1,
+                num_replicas: o.replicas as usize,
                 retention: stream::RetentionPolicy::Limits,
                 duplicate_window: if dedup {
                     Duration::from_secs(topology.dedup_window_sec)
@@ -597,7 +647,7 @@ impl Broker for NatsBroker {
             let st = js
                 .get_or_create_stream(config)
                 .await
-                .map_err(|e| classify(format!("creating stream {name}: {e}")))?;
+                .map_err(|e| stream_refused(o.replicas, &name, e.to_string()))?;
             let answered = &st.cached_info().config;
             let answer = format!(
                 "{}, replicas {}",
@@ -613,6 +663,14 @@ impl Broker for NatsBroker {
                 ));
             }
             stream_storage.get_or_insert(answer);
+            let replicas = answered.num_replicas.max(1);
+            if replicas != o.replicas as usize {
+                provenance.note(format!(
+                    "stream {name} kept by {replicas} servers, nats.replicas asked {} (a stream of an earlier run, kept without reset?)",
+                    o.replicas
+                ));
+            }
+            stream_replicas.get_or_insert(replicas);
             let mut consumers = HashMap::new();
             for g in &t.groups {
                 let made: Vec<consumer::PullConsumer> = futures::stream::iter(0..lanes)
@@ -663,8 +721,12 @@ impl Broker for NatsBroker {
             stream::StorageType::File => "file",
             stream::StorageType::Memory => "memory",
         };
+        let replicas_answered = match stream_replicas {
+            Some(r) => format!("replicas {r} (as the server answered)"),
+            None => "no stream created".into(),
+        };
         let mut notes = vec![
-            format!("nats-server {version}; JetStream, {storage_name} storage, replicas 1"),
+            format!("nats-server {version}; JetStream, {storage_name} storage, {replicas_answered}"),
             match storage {
                 stream::StorageType::File => format!(
                     "file storage is fsynced every sync_interval = {} (as stated by nats.sync_interval; nats-server's default is 2m): a PubAck means written to the page cache, not fsynced",
@@ -695,6 +757,13 @@ impl Broker for NatsBroker {
         match stream_storage {
             Some(a) => provenance.setting("stream_storage", a),
             None => provenance.not_reported("stream storage", "no stream was created"),
+        }
+        match stream_replicas {
+            Some(r) => provenance.setting("stream_replicas", r.to_string()),
+            None => provenance.not_reported("stream replicas", "no stream was created"),
+        }
+        if let Some(cluster) = &info.cluster {
+            provenance.report("cluster", cluster.clone());
         }
         provenance.setting("sync_interval_stated", o.sync_interval.clone());
         provenance.not_reported(
@@ -842,6 +911,57 @@ impl Broker for NatsBroker {
         Some(crate::broker::Held::from_places(places))
     }
 
+    /// Per stream of the last setup, its `stream.info()`: `cluster.leader` (none, or
+    /// an empty name, puts the stream in `leaderless`) and the leader then
+    /// `cluster.replicas`' names as `replicas`; a stream whose info did not come within
+    /// `nats.request_timeout` (the streams are asked at once) is `unanswered`.
+    /// `connected`: the `server_name` of the INFO the adapter's one connection got
+    /// last, when it is connected (a client reconnecting elsewhere is left out until
+    /// the new server's INFO comes). `None` before setup.
+    async fn placement(&self) -> Option<crate::placement::Placement> {
+        let (client, js) = self.client.get()?;
+        let mut streams: Vec<String> = self
+            .topics
+            .read()
+            .values()
+            .map(|t| t.stream.clone())
+            .collect();
+        streams.sort();
+        let timeout = self.options.request_timeout;
+        let answers: Vec<(String, Result<Option<stream::ClusterInfo>, String>)> =
+            futures::future::join_all(streams.into_iter().map(|name| async move {
+                let asked = async {
+                    // get_stream asks for the stream's info (one request).
+                    js.get_stream(&name)
+                        .await
+                        .map(|s| s.cached_info().cluster.clone())
+                        .map_err(|e| e.to_string())
+                };
+                let answer = match tokio::time::timeout(timeout, asked).await {
+                    Ok(r) => r.map_err(|e| redact_url_passwords(&e)),
+                    Err(_) => Err(format!("no stream info within {timeout:?}")),
+                };
+                (name, answer)
+            }))
+            .await;
+        let mut p = crate::placement::Placement::default();
+        for (name, answer) in answers {
+            match answer {
+                Ok(cluster) => place(&mut p, name, cluster.as_ref()),
+                Err(why) => {
+                    p.unanswered.insert(name, why);
+                }
+            }
+        }
+        if client.connection_state() == async_nats::connection::State::Connected {
+            let server = client.server_info().server_name;
+            if !server.is_empty() {
+                p.connected.push(server);
+            }
+        }
+        Some(p)
+    }
+
     fn counters(&self) -> BTreeMap<String, u64> {
         let mut m = counter::snapshot("nats_", &self.stats);
         let server = Server::default();
@@ -896,6 +1016,51 @@ mod tests {
         let (kept, superseded) = newest_copies(got, |m| m.0);
         assert_eq!(kept, vec![(3, 2), (4, 2), (7, 1), (0, 1), (0, 1)]);
         assert_eq!(superseded, 2);
+    }
+
+    #[test]
+    fn placement_names_the_leader_first_and_a_stream_without_one_as_leaderless() {
+        let cluster: stream::ClusterInfo = serde_json::from_str(
+            r#"{"name":"cb","leader":"n2","replicas":[
+                {"name":"n1","current":true,"active":1000,"lag":0},
+                {"name":"n3","current":false,"active":2000,"offline":true}]}"#,
+        )
+        .unwrap();
+        let mut p = crate::placement::Placement::default();
+        place(&mut p, "CB_a".into(), Some(&cluster));
+        let electing: stream::ClusterInfo = serde_json::from_str(
+            r#"{"name":"cb","leader":"","replicas":[{"name":"n1","current":true,"active":1}]}"#,
+        )
+        .unwrap();
+        place(&mut p, "CB_b".into(), Some(&electing));
+        place(&mut p, "CB_c".into(), None);
+        assert_eq!(p.leaders.len(), 1);
+        assert_eq!(p.leaders["CB_a"], "n2");
+        assert_eq!(p.replicas["CB_a"], ["n2", "n1", "n3"]);
+        assert_eq!(p.leaderless, ["CB_b", "CB_c"]);
+        assert_eq!(p.replicas["CB_b"], ["n1"]);
+        assert!(p.replicas["CB_c"].is_empty());
+    }
+
+    #[test]
+    fn a_replication_the_server_cannot_give_is_nats_replicas_to_fix() {
+        let single = "jetstream error: replicas > 1 not supported in non-clustered mode (code 500, error code 10074)";
+        match stream_refused(3, "CB_x", single.into()) {
+            BrokerError::Config { field, message } => {
+                assert_eq!(field, "nats.replicas");
+                assert!(message.contains("not in a JetStream cluster"), "{message}");
+            }
+            e => panic!("{e:?}"),
+        }
+        let short = "jetstream error: insufficient resources (code 503, error code 10023)";
+        assert!(matches!(
+            stream_refused(5, "CB_x", short.into()),
+            BrokerError::Config { field, .. } if field == "nats.replicas"
+        ));
+        assert!(matches!(
+            stream_refused(1, "CB_x", short.into()),
+            BrokerError::Other(_)
+        ));
     }
 
     #[test]

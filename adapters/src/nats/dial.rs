@@ -5,23 +5,22 @@
 
 use std::time::Duration;
 
-use async_nats::{ConnectErrorKind, ConnectOptions};
+use async_nats::{ConnectErrorKind, ConnectOptions, ServerAddr};
 
 use super::options::NatsOptions;
 use crate::error::BrokerError;
 use crate::redact::redact_url_passwords;
 
-/// A client named `name`; `provision` is what to run when no server answers.
+/// A client named `name` with every server of `nats.url` in its server list (it
+/// connects to them in turn and reconnects to another when its own goes); `provision`
+/// is what to run when no server answers.
 pub(super) async fn open(
     o: &NatsOptions,
     name: &str,
     provision: &str,
 ) -> Result<async_nats::Client, BrokerError> {
     let config = BrokerError::from;
-    let mut url = url::Url::parse(&o.url).map_err(|e| BrokerError::Config {
-        field: "nats.url".into(),
-        message: format!("nats.url does not parse: {e}"),
-    })?;
+    let mut urls = o.parsed_urls().map_err(config)?;
     let mut options = if o.creds_file.is_empty() {
         ConnectOptions::new()
     } else {
@@ -33,23 +32,41 @@ pub(super) async fn open(
             })?
     };
     if let Some(password) = o.password().map_err(config)? {
-        options = options.user_and_password(url.username().to_string(), password);
-        let _ = url.set_username("");
+        // One login for every server: the first URL's user (validation made sure the
+        // others name the same one or none).
+        options = options.user_and_password(urls[0].username().to_string(), password);
+        for url in &mut urls {
+            let _ = url.set_username("");
+        }
     }
     if o.tls_on() {
         let tls = o.tls.client_config("nats").map_err(config)?;
         options = options.require_tls(true).tls_client_config(tls);
     }
-    let host = format!(
-        "{}:{}",
-        url.host_str().unwrap_or_default(),
-        url.port().unwrap_or(4222)
-    );
+    let host = urls
+        .iter()
+        .map(|u| {
+            format!(
+                "{}:{}",
+                u.host_str().unwrap_or_default(),
+                u.port().unwrap_or(4222)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let servers = urls
+        .into_iter()
+        .map(ServerAddr::from_url)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| BrokerError::Config {
+            field: "nats.url".into(),
+            message: redact_url_passwords(&format!("nats.url: {e}")),
+        })?;
     options
         .name(name)
         .connection_timeout(Duration::from_secs(5))
         .request_timeout(Some(o.request_timeout))
-        .connect(url.as_str())
+        .connect(servers)
         .await
         .map_err(|e| {
             let text = redact_url_passwords(&e.to_string());

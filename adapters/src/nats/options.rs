@@ -4,12 +4,25 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::redact::redact_url_passwords;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NatsOptions {
     /// Server URL (`nats://[user:password@]host:port`; the password is redacted in every
-    /// error and file).
+    /// error and file), or several, comma-separated, for a cluster
+    /// (`nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222`): every one is
+    /// in the client's server list, which it connects to in turn at the start and
+    /// reconnects to when its server goes. Each part is a `nats://` or `tls://` URL; a
+    /// `password_env` or `password_file` applies to each, with the user of the first
+    /// (the others name the same user or none).
     pub url: String,
+    /// `num_replicas` of every stream the adapter creates, 1 to 5: how many servers of
+    /// a JetStream cluster keep each stream (JetStream's Raft group). More than 1 needs a
+    /// cluster of at least that many JetStream servers; a single server refuses it at
+    /// setup. The replication the server answered is the record's provenance setting
+    /// `stream_replicas`.
+    pub replicas: u32,
     /// Ack wait of every consumer: the lease. A delivery not acked within it is handed
     /// out again, and a refused batch is nak'd with this delay, so it comes back after
     /// the lease too. Whole milliseconds, >= 100 ms.
@@ -50,6 +63,7 @@ impl Default for NatsOptions {
     fn default() -> Self {
         NatsOptions {
             url: "nats://127.0.0.1:4222".into(),
+            replicas: 1,
             ack_wait: Duration::from_secs(30),
             max_ack_pending: 0,
             max_lanes: 0,
@@ -68,8 +82,12 @@ impl Default for NatsOptions {
 impl crate::options::Section for NatsOptions {
     fn validate(&self) -> Result<(), crate::options::OptionsError> {
         let bad = |f: &str, m: &str| Err(crate::options::OptionsError::new("nats", f, m));
-        if !(self.url.starts_with("nats://") || self.url.starts_with("tls://")) {
-            return bad("url", "must be a nats:// URL (nats://127.0.0.1:4222)");
+        let urls = self.parsed_urls()?;
+        if !(1..=5).contains(&self.replicas) {
+            return bad(
+                "replicas",
+                "must be between 1 and 5 (JetStream's limit; 1 on a single server, 3 on a three-server cluster)",
+            );
         }
         if self.ack_wait < Duration::from_millis(100) {
             return bad("ack_wait", "must be >= 100ms");
@@ -91,14 +109,25 @@ impl crate::options::Section for NatsOptions {
             );
         }
         let password = self.password()?;
-        let url = url::Url::parse(&self.url).map_err(|e| {
-            crate::options::OptionsError::new("nats", "url", format!("does not parse: {e}"))
-        })?;
+        let url = &urls[0];
         if password.is_some() && url.username().is_empty() {
             return bad(
                 "url",
                 "a password_env or password_file needs a user in the URL (nats://user@host:4222)",
             );
+        }
+        if let Some(other) = urls[1..]
+            .iter()
+            .find(|u| !u.username().is_empty() && u.username() != url.username())
+        {
+            return Err(crate::options::OptionsError::new(
+                "nats",
+                "url",
+                format!(
+                    "{} names another user than the first URL: the client logs in to every server as one user; name it in the first URL only",
+                    redact_url_passwords(other.as_str())
+                ),
+            ));
         }
         if !self.creds_file.is_empty() {
             if let Err(e) = std::fs::File::open(&self.creds_file) {
@@ -111,7 +140,7 @@ impl crate::options::Section for NatsOptions {
                     ),
                 ));
             }
-            if password.is_some() || url.password().is_some() {
+            if password.is_some() || urls.iter().any(|u| u.password().is_some()) {
                 return bad(
                     "creds_file",
                     "give a creds_file or a user's password, not both",
@@ -129,7 +158,10 @@ impl crate::options::Section for NatsOptions {
 
     fn warnings(&self) -> Vec<String> {
         let mut w = self.tls.warnings("nats");
-        if url::Url::parse(&self.url).is_ok_and(|u| u.password().is_some()) {
+        if self
+            .urls()
+            .any(|u| url::Url::parse(u).is_ok_and(|u| u.password().is_some()))
+        {
             w.push(crate::tls::password_in_text("nats.url"));
         }
         w
@@ -147,7 +179,11 @@ impl crate::options::Section for NatsOptions {
         crate::options::url_endpoint(&self.url, "nats.url", 4222)
     }
 
+    /// One server only: a proxy stands in front of one address.
     fn routed_to(&self, addr: &str) -> Result<Self, String> {
+        if self.urls().count() > 1 {
+            return Err("nats.url names several servers; the proxy routes one".into());
+        }
         Ok(NatsOptions {
             url: crate::options::url_routed(&self.url, "nats.url", addr)?,
             ..self.clone()
@@ -168,7 +204,47 @@ impl NatsOptions {
 
     /// Whether the connection is TLS (a `tls://` URL or a `tls` block).
     pub fn tls_on(&self) -> bool {
-        self.tls.on() || self.url.starts_with("tls://")
+        self.tls.on() || self.urls().any(|u| u.starts_with("tls://"))
+    }
+
+    /// The server URLs of `url`, as written (comma-separated, spaces around them
+    /// trimmed).
+    pub fn urls(&self) -> impl Iterator<Item = &str> {
+        self.url.split(',').map(str::trim)
+    }
+
+    /// Every server URL of `url`, parsed; the error names `nats.url` and the part.
+    pub fn parsed_urls(&self) -> Result<Vec<url::Url>, crate::options::OptionsError> {
+        let bad = |m: String| crate::options::OptionsError::new("nats", "url", m);
+        let several = self.urls().count() > 1;
+        self.urls()
+            .enumerate()
+            .map(|(i, part)| {
+                let which = if several {
+                    format!("server {} of {} ({})", i + 1, self.urls().count(), redact_url_passwords(part))
+                } else {
+                    redact_url_passwords(part)
+                };
+                if part.is_empty() {
+                    return Err(bad(format!(
+                        "server {} of {} is empty: give comma-separated nats:// URLs (nats://10.0.0.1:4222,nats://10.0.0.2:4222)",
+                        i + 1,
+                        self.urls().count()
+                    )));
+                }
+                if !(part.starts_with("nats://") || part.starts_with("tls://")) {
+                    return Err(bad(format!(
+                        "{which} must be a nats:// or tls:// URL (nats://127.0.0.1:4222; several servers comma-separated)"
+                    )));
+                }
+                let u = url::Url::parse(part)
+                    .map_err(|e| bad(format!("{which} does not parse: {e}")))?;
+                if u.host_str().is_none_or(str::is_empty) {
+                    return Err(bad(format!("{which} names no host")));
+                }
+                Ok(u)
+            })
+            .collect()
     }
 
     /// True when the operator says the server fsyncs every write.
@@ -203,5 +279,93 @@ mod tests {
             NatsOptions::default().routed_to("127.0.0.1:9").unwrap().url,
             "nats://127.0.0.1:9"
         );
+    }
+
+    fn field_and_message(o: &NatsOptions) -> (String, String) {
+        let e = o.validate().unwrap_err();
+        (e.field, e.message)
+    }
+
+    #[test]
+    fn several_servers_comma_separated() {
+        let o = NatsOptions {
+            url: "nats://10.77.9.1:4222, nats://10.77.9.2:4222,tls://10.77.9.3:4222".into(),
+            ..Default::default()
+        };
+        assert!(o.validate().is_ok());
+        let hosts: Vec<String> = o
+            .parsed_urls()
+            .unwrap()
+            .iter()
+            .map(|u| u.host_str().unwrap().to_string())
+            .collect();
+        assert_eq!(hosts, ["10.77.9.1", "10.77.9.2", "10.77.9.3"]);
+        assert!(o.tls_on(), "one tls:// server makes the client require TLS");
+        assert!(o.endpoint().is_err(), "the proxy routes one server");
+        assert!(o.routed_to("127.0.0.1:9").is_err());
+
+        for (url, says) in [
+            (
+                "nats://a:4222,http://b:4222",
+                "server 2 of 2 (http://b:4222) must be a nats:// or tls:// URL",
+            ),
+            ("nats://a:4222,", "server 2 of 2 is empty"),
+            ("nats://a:4222,,nats://b:4222", "server 2 of 3 is empty"),
+            (
+                "nats://u:secret@a:4222,ftp://u:secret@b",
+                "(ftp://u:***@b) must be",
+            ),
+            ("nats://", "names no host"),
+        ] {
+            let (field, message) = field_and_message(&NatsOptions {
+                url: url.into(),
+                ..Default::default()
+            });
+            assert_eq!(field, "nats.url", "{url}");
+            assert!(message.contains(says), "{url}: {message}");
+            assert!(!message.contains("secret"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_password_from_the_environment_logs_in_as_the_first_urls_user_everywhere() {
+        std::env::set_var("CROSSBENCH_TEST_NATS_PW", "pw");
+        let o = NatsOptions {
+            url: "nats://bench@a:4222,nats://b:4222,nats://bench@c:4222".into(),
+            password_env: "CROSSBENCH_TEST_NATS_PW".into(),
+            ..Default::default()
+        };
+        assert!(o.validate().is_ok());
+        let other = NatsOptions {
+            url: "nats://bench@a:4222,nats://other:pw2@b:4222".into(),
+            ..o.clone()
+        };
+        let (field, message) = field_and_message(&other);
+        assert_eq!(field, "nats.url");
+        assert!(
+            message.contains("another user") && !message.contains("pw2"),
+            "{message}"
+        );
+        let texted = NatsOptions {
+            url: "nats://a:4222,nats://u:s3cret@b:4222".into(),
+            ..Default::default()
+        };
+        assert!(texted.warnings()[0].contains("nats.url"));
+    }
+
+    #[test]
+    fn replicas_are_one_to_five() {
+        assert_eq!(NatsOptions::default().replicas, 1);
+        let o: NatsOptions = serde_json::from_str(r#"{"replicas":3}"#).unwrap();
+        assert_eq!(o.replicas, 3);
+        assert!(o.validate().is_ok());
+        for r in [0, 6, 300] {
+            let (field, message) = field_and_message(&NatsOptions {
+                replicas: r,
+                ..Default::default()
+            });
+            assert_eq!(field, "nats.replicas");
+            assert!(message.contains("between 1 and 5"), "{message}");
+        }
     }
 }
