@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::cluster::ClusterSection;
 use crate::scenario::dur::Dur;
 use crate::scenario::{invalid, ScenarioError};
 
@@ -26,6 +27,17 @@ pub enum FaultKind {
     Pause,
     /// Switch a toxic on the harness's TCP proxy for `duration` (`params.toxic`).
     Proxy,
+    /// Cut the network between the `cluster:` nodes of different sides
+    /// (`params.isolate` one node, or `params.sides`), dropping every packet between
+    /// them, for `duration` (0: until a `heal` or the cell's end). The loader keeps
+    /// reaching every node.
+    Partition,
+    /// Heal every partition.
+    Heal,
+    /// SIGKILL the node leading the most streams (or `params.stream`'s), as the
+    /// system's own API answers; after `duration`, run the node's `restart`.
+    #[serde(rename = "kill-leader")]
+    KillLeader,
 }
 
 impl FaultKind {
@@ -35,6 +47,9 @@ impl FaultKind {
             FaultKind::Restart => "restart",
             FaultKind::Pause => "pause",
             FaultKind::Proxy => "proxy",
+            FaultKind::Partition => "partition",
+            FaultKind::Heal => "heal",
+            FaultKind::KillLeader => "kill-leader",
         }
     }
 }
@@ -64,7 +79,8 @@ impl Toxic {
     }
 }
 
-/// A fault's parameters beyond its kind (only the proxy's toxics take any today).
+/// A fault's parameters beyond its kind (the proxy's toxics; a partition's sides; the
+/// stream whose leader a cluster fault looks for).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FaultParams {
@@ -73,6 +89,18 @@ pub struct FaultParams {
     pub jitter: Dur,
     /// Bytes per second, each direction of each connection.
     pub bandwidth: u64,
+    /// Partition: the node cut off from all the others (a `cluster.nodes[].name`, or
+    /// `leader`: the node leading the most streams, or `stream`'s, when it strikes).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub isolate: String,
+    /// Partition: the sides, each a list of node names; every node on exactly one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sides: Vec<Vec<String>>,
+    /// `kill-leader`, `isolate: leader`: the physical stream whose leader is meant
+    /// (as the adapter names it: `CB_…` for NATS, the queue for RabbitMQ); empty: the
+    /// node leading the most streams.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stream: String,
 }
 
 /// One fault of the schedule.
@@ -197,6 +225,7 @@ pub fn loopback_addr(s: &str) -> Result<SocketAddr, String> {
 pub fn validate(
     faults: &[FaultSpec],
     proxy: Option<&ProxySection>,
+    cluster: Option<&ClusterSection>,
     duration: Duration,
     publish_deadline: Duration,
 ) -> Result<(), ScenarioError> {
@@ -272,6 +301,9 @@ pub fn validate(
                     _ => {}
                 }
             }
+            FaultKind::Partition | FaultKind::Heal | FaultKind::KillLeader => {
+                cluster_fault(f, cluster, &field)?;
+            }
             FaultKind::Kill | FaultKind::Pause | FaultKind::Restart => {
                 if f.params != FaultParams::default() {
                     return Err(invalid(
@@ -308,6 +340,135 @@ pub fn validate(
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A fault on the `cluster:` nodes: its section, its sides, its leader.
+fn cluster_fault(
+    f: &FaultSpec,
+    cluster: Option<&ClusterSection>,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), ScenarioError> {
+    let kind = f.kind.name();
+    let Some(c) = cluster else {
+        return Err(invalid(
+            &field("kind"),
+            format!("{kind} acts on a cluster's nodes: add a `cluster:` section naming them (docs/reliability.md)"),
+        ));
+    };
+    if f.target.is_some() || f.restart.is_some() {
+        return Err(invalid(
+            &field("target"),
+            format!(
+                "{kind} names nodes of `cluster:` (params), not a target or restart: remove them"
+            ),
+        ));
+    }
+    let p = &f.params;
+    if p.toxic.is_some() || !p.latency.0.is_zero() || !p.jitter.0.is_zero() || p.bandwidth != 0 {
+        return Err(invalid(
+            &field("params"),
+            format!("{kind} takes no toxic (toxics are the proxy's)"),
+        ));
+    }
+    let known = |n: &str, k: &str| -> Result<(), ScenarioError> {
+        if c.node(n).is_none() {
+            return Err(invalid(
+                &field(k),
+                format!(
+                    "{n:?} is not a node of cluster.nodes ({})",
+                    c.names().join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    };
+    match f.kind {
+        FaultKind::Partition => {
+            match (p.isolate.is_empty(), p.sides.is_empty()) {
+                (false, false) | (true, true) => {
+                    return Err(invalid(
+                        &field("params"),
+                        "a partition names `isolate: <node>` (or `isolate: leader`) or `sides: [[n1], [n2, n3]]`, one of them",
+                    ))
+                }
+                (false, true) if p.isolate != "leader" => known(&p.isolate, "params.isolate")?,
+                (false, true) => {}
+                (true, false) => {
+                    if p.sides.len() < 2 || p.sides.iter().any(Vec::is_empty) {
+                        return Err(invalid(
+                            &field("params.sides"),
+                            "give two sides or more, none of them empty",
+                        ));
+                    }
+                    let mut seen: Vec<&str> = Vec::new();
+                    for n in p.sides.iter().flatten() {
+                        known(n, "params.sides")?;
+                        if seen.contains(&n.as_str()) {
+                            return Err(invalid(
+                                &field("params.sides"),
+                                format!("{n} is on more than one side"),
+                            ));
+                        }
+                        seen.push(n);
+                    }
+                    if let Some(n) = c.nodes.iter().find(|n| !seen.contains(&n.name.as_str())) {
+                        return Err(invalid(
+                            &field("params.sides"),
+                            format!("{} is on no side: put every node of cluster.nodes on one", n.name),
+                        ));
+                    }
+                }
+            }
+            if !p.stream.is_empty() && p.isolate != "leader" {
+                return Err(invalid(
+                    &field("params.stream"),
+                    "names whose leader `isolate: leader` means; remove it, or isolate the leader",
+                ));
+            }
+        }
+        FaultKind::Heal => {
+            if *p != FaultParams::default() || !f.duration.0.is_zero() {
+                return Err(invalid(
+                    &field("params"),
+                    "heal takes no params and no duration: it ends every partition",
+                ));
+            }
+        }
+        FaultKind::KillLeader => {
+            if !p.isolate.is_empty() || !p.sides.is_empty() {
+                return Err(invalid(
+                    &field("params"),
+                    "kill-leader takes only `stream` (whose leader; empty: the node leading the most)",
+                ));
+            }
+            if let Some((i, _)) = c
+                .nodes
+                .iter()
+                .enumerate()
+                .find(|(_, n)| n.pidfile.is_empty())
+            {
+                return Err(invalid(
+                    &format!("cluster.nodes[{i}].pidfile"),
+                    "kill-leader needs every node's pidfile (any may lead)",
+                ));
+            }
+            if !f.duration.0.is_zero() {
+                if let Some((i, _)) = c
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .find(|(_, n)| n.restart.is_empty())
+                {
+                    return Err(invalid(
+                        &format!("cluster.nodes[{i}].restart"),
+                        "a kill-leader with a duration starts the node again with its restart command: give every node one (or duration 0: it stays down)",
+                    ));
+                }
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -392,18 +553,19 @@ mod tests {
             ),
         ] {
             let f = spec(yaml);
-            let e = validate(&[f], with_proxy.then_some(&proxy), d, dl)
+            let e = validate(&[f], with_proxy.then_some(&proxy), None, d, dl)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(field), "{yaml}: {e}");
         }
         let ok = spec("{kind: kill, target: 'proc:tansu', at: 5s, duration: 3s, restart: 'true'}");
-        assert!(validate(&[ok], None, d, dl).is_ok());
+        assert!(validate(&[ok], None, None, d, dl).is_ok());
         let e = validate(
             &[],
             Some(&ProxySection {
                 upstream: "10.1.1.1:5672".into(),
             }),
+            None,
             d,
             dl,
         )
@@ -413,9 +575,97 @@ mod tests {
             e.contains("proxy.upstream") && e.contains("loopback"),
             "{e}"
         );
-        let e = validate(&[], None, d, Duration::from_millis(1))
+        let e = validate(&[], None, None, d, Duration::from_millis(1))
             .unwrap_err()
             .to_string();
         assert!(e.contains("publish_deadline"), "{e}");
+    }
+
+    #[test]
+    fn cluster_faults_name_nodes_of_the_cluster_and_their_field() {
+        let d = Duration::from_secs(30);
+        let dl = Duration::from_secs(30);
+        let cluster: ClusterSection = serde_yaml::from_str(
+            "nodes:\n  - {name: n1, netns: a, address: 10.77.1.1, port: 1, pidfile: /p1, restart: r1}\n  - {name: n2, netns: b, address: 10.77.1.2, port: 1, pidfile: /p2, restart: r2}\n  - {name: n3, netns: c, address: 10.77.1.3, port: 1, pidfile: /p3, restart: r3}\n",
+        )
+        .unwrap();
+        for ok in [
+            "{kind: partition, at: 5s, duration: 10s, params: {isolate: n2}}",
+            "{kind: partition, at: 5s, params: {isolate: leader, stream: CB_x}}",
+            "{kind: partition, at: 5s, params: {sides: [[n1], [n2, n3]]}}",
+            "{kind: heal, at: 15s}",
+            "{kind: kill-leader, at: 5s, duration: 10s}",
+        ] {
+            validate(&[spec(ok)], None, Some(&cluster), d, dl)
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (yaml, field) in [
+            ("{kind: partition, at: 5s}", "faults[0].params"),
+            (
+                "{kind: partition, at: 5s, params: {isolate: n9}}",
+                "faults[0].params.isolate",
+            ),
+            (
+                "{kind: partition, at: 5s, params: {sides: [[n1], [n2]]}}",
+                "faults[0].params.sides",
+            ),
+            (
+                "{kind: partition, at: 5s, params: {sides: [[n1, n2], [n2, n3]]}}",
+                "faults[0].params.sides",
+            ),
+            (
+                "{kind: partition, at: 5s, params: {sides: [[n1, n2, n3]]}}",
+                "faults[0].params.sides",
+            ),
+            (
+                "{kind: partition, at: 5s, params: {isolate: n1, stream: x}}",
+                "faults[0].params.stream",
+            ),
+            (
+                "{kind: partition, at: 5s, target: 'pid:7', params: {isolate: n1}}",
+                "faults[0].target",
+            ),
+            ("{kind: heal, at: 5s, duration: 1s}", "faults[0].params"),
+            (
+                "{kind: kill-leader, at: 5s, params: {isolate: n1}}",
+                "faults[0].params",
+            ),
+        ] {
+            let e = validate(&[spec(yaml)], None, Some(&cluster), d, dl)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(field), "{yaml}: {e}");
+        }
+        let e = validate(&[spec("{kind: heal, at: 5s}")], None, None, d, dl)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("faults[0].kind") && e.contains("cluster:"),
+            "{e}"
+        );
+        let mut no_restart = cluster.clone();
+        no_restart.nodes[1].restart.clear();
+        let e = validate(
+            &[spec("{kind: kill-leader, at: 5s, duration: 10s}")],
+            None,
+            Some(&no_restart),
+            d,
+            dl,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cluster.nodes[1].restart"), "{e}");
+        let mut no_pid = cluster.clone();
+        no_pid.nodes[2].pidfile.clear();
+        let e = validate(
+            &[spec("{kind: kill-leader, at: 5s}")],
+            None,
+            Some(&no_pid),
+            d,
+            dl,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cluster.nodes[2].pidfile"), "{e}");
     }
 }

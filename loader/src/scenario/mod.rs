@@ -6,6 +6,7 @@
 //! stream workload's section is [`stream`]; the sections every workload shares are
 //! in [`sections`]; every number is checked in [`validate`].
 
+pub mod cluster;
 pub mod dur;
 pub mod faults;
 pub mod resources;
@@ -126,6 +127,10 @@ pub struct Scenario {
     /// The harness's TCP proxy between the adapter and the system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxySection>,
+    /// The nodes of a replicated system on test hosts of their own, as the faults
+    /// `partition`, `heal` and `kill-leader` name them (docs/reliability.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<cluster::ClusterSection>,
     /// Several loaders, one cell (SPEC.md §10).
     #[serde(default, skip_serializing_if = "LoadersSection::is_default")]
     pub loaders: LoadersSection,

@@ -171,9 +171,13 @@ fn wiring(s: &Scenario) -> Result<(), ScenarioError> {
     s.options
         .validate()
         .map_err(|e| invalid(&e.field, e.message))?;
+    if let Some(c) = &s.cluster {
+        crate::scenario::cluster::validate(c)?;
+    }
     crate::scenario::faults::validate(
         &s.faults,
         s.proxy.as_ref(),
+        s.cluster.as_ref(),
         s.duration.0,
         s.publish_deadline.0,
     )?;

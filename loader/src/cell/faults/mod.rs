@@ -10,6 +10,8 @@
 //! command) when the cell ends before the fault's duration did.
 
 pub mod command;
+pub mod network;
+pub mod placement;
 pub mod proxy;
 pub mod report;
 pub mod target;
@@ -27,10 +29,12 @@ use tokio_util::sync::CancellationToken;
 use adapters::Durability;
 
 use crate::cell::faults::command::{run_command, CommandOutcome};
+use crate::cell::faults::network::Connectivity;
 use crate::cell::faults::proxy::{Active, Proxy, ProxyFigures};
 use crate::cell::faults::target::{signal, signal_pids, Signal};
 use crate::cell::faults::timeline::{Recovery, Span, Unavailability};
 use crate::measure::clock::Clock;
+use crate::scenario::cluster::{ClusterNode, ClusterSection};
 use crate::scenario::faults::{FaultKind, FaultSpec, Victim};
 use crate::scenario::Scenario;
 
@@ -74,6 +78,17 @@ pub struct FaultEvent {
     pub command: Option<CommandOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Cluster faults: what was cut or killed (`[n2] | [n1, n3]`; `n2, leader of 3 of
+    /// 3 streams`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// A partition's or a heal's check of the network between the nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connectivity: Option<Connectivity>,
+    /// Why the fault did not do what the schedule says (a cut that let traffic
+    /// through, a leader the system would not name): the cell is VOID.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ineffective: Option<String>,
 }
 
 /// What the faults did to the service.
@@ -105,6 +120,10 @@ pub struct FaultRecord {
     pub spans: Vec<SpanMs>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyFigures>,
+    /// A cell with a `cluster:` section: where its streams were led, second by
+    /// second ([`placement`]; added 2026-12, additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<placement::ClusterRecord>,
     pub figures: FaultFigures,
     /// Why lost acknowledged writes are allowed in this cell, if they are.
     pub loss_allowed: Option<String>,
@@ -123,6 +142,9 @@ struct Shared {
     spans: Mutex<Vec<(Option<i64>, Option<i64>)>>,
     /// Processes a pause stopped and has not yet continued.
     paused: Mutex<Vec<u32>>,
+    /// Partitions cut and not yet healed (schedule indexes): a heal ends their spans,
+    /// and the end of the cell heals them.
+    cut: Mutex<Vec<usize>>,
 }
 
 /// The faults of a cell, running.
@@ -132,7 +154,36 @@ pub struct Faults {
     tasks: Vec<JoinHandle<()>>,
     end: CancellationToken,
     proxy: Option<Arc<Proxy>>,
+    cluster: Option<Arc<ClusterSection>>,
+    schedule: Vec<FaultSpec>,
+    clock: Clock,
     rated_start_unix_ms: i64,
+    /// The cluster's placement, read every second ([`placement`]).
+    placement: Option<JoinHandle<placement::ClusterRecord>>,
+}
+
+/// What the faults did, once ended.
+#[derive(Debug)]
+pub struct FaultsEnded {
+    pub events: Vec<FaultEvent>,
+    pub spans: Vec<Span>,
+    pub proxy: Option<ProxyFigures>,
+    pub cluster: Option<placement::ClusterRecord>,
+}
+
+impl FaultsEnded {
+    /// Why the cell did not test what its schedule says: one sentence per fault that
+    /// did not take effect.
+    pub fn ineffective(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| {
+                e.ineffective.as_ref().map(|why| {
+                    format!("fault[{}] {} did not take effect: {why}", e.fault, e.action)
+                })
+            })
+            .collect()
+    }
 }
 
 struct Ctx {
@@ -141,10 +192,16 @@ struct Ctx {
     shared: Arc<Shared>,
     end: CancellationToken,
     proxy: Option<Arc<Proxy>>,
+    cluster: Option<Arc<ClusterSection>>,
+    broker: Option<Arc<dyn adapters::Broker>>,
     clock: Clock,
     rated_start: Instant,
     rated_start_unix_ms: i64,
 }
+
+/// How long a `kill-leader` or `isolate: leader` waits for the system to say who
+/// leads.
+const LEADER_ANSWER: Duration = Duration::from_secs(15);
 
 impl Ctx {
     fn now_ms(&self) -> (i64, i64) {
@@ -169,8 +226,244 @@ impl Ctx {
             pids,
             command,
             error,
+            detail: None,
+            connectivity: None,
+            ineffective: None,
         });
         unix_ms
+    }
+
+    /// Log a cluster fault's event, with what it cut or killed and what it checked.
+    fn log_cluster(&self, action: &str, e: ClusterEvent) -> i64 {
+        let (at_ms, unix_ms) = self.now_ms();
+        let commands_failed: Vec<String> = e
+            .commands
+            .iter()
+            .filter(|c| !c.ok())
+            .map(|c| {
+                format!(
+                    "`{}` exited with {:?}{}: {}",
+                    c.command.lines().next().unwrap_or_default(),
+                    c.exit_code,
+                    if c.timed_out { " (timed out)" } else { "" },
+                    c.output_tail.trim()
+                )
+            })
+            .collect();
+        let error = e
+            .error
+            .or_else(|| (!commands_failed.is_empty()).then(|| commands_failed.join("; ")));
+        self.shared.events.lock().push(FaultEvent {
+            fault: self.index,
+            action: action.into(),
+            at_ms,
+            unix_ms,
+            target: e.node.map(|n| format!("node:{n}")),
+            pids: e.pids,
+            command: e.commands.into_iter().next(),
+            error,
+            detail: e.detail,
+            connectivity: e.connectivity,
+            ineffective: e.ineffective,
+        });
+        unix_ms
+    }
+
+    /// The node that leads `params.stream` (or the most streams), as the adapter's
+    /// placement answers, and the sentence that says so.
+    async fn leader(&self, cluster: &ClusterSection) -> Result<(ClusterNode, String), String> {
+        let Some(b) = &self.broker else {
+            return Err("no adapter to ask who leads".into());
+        };
+        let p = tokio::time::timeout(LEADER_ANSWER, b.placement())
+            .await
+            .map_err(|_| format!("the system did not say who leads within {LEADER_ANSWER:?}"))?
+            .ok_or("this adapter cannot say where its streams are led (give its management or monitoring address, docs/reliability.md)")?;
+        let stream = &self.spec.params.stream;
+        let id = if stream.is_empty() {
+            p.busiest_leader().map(str::to_string).ok_or_else(|| {
+                format!(
+                    "no stream had a leader the system would name ({} leaderless, {} unanswered)",
+                    p.leaderless.len(),
+                    p.unanswered.len()
+                )
+            })?
+        } else {
+            p.leaders.get(stream).cloned().ok_or_else(|| {
+                format!(
+                    "the system named no leader of {stream} (streams it answered for: {})",
+                    p.leaders.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?
+        };
+        let node = cluster.node_of_system_id(&id).cloned().ok_or_else(|| {
+            format!(
+                "the leader {id:?} is none of cluster.nodes ({}): give each node's `id` as the system names it",
+                cluster.names().join(", ")
+            )
+        })?;
+        let led = p.leaders.values().filter(|l| **l == id).count();
+        Ok((
+            node.clone(),
+            format!(
+                "{} ({id}), leader of {led} of {} streams",
+                node.name,
+                p.leaders.len()
+            ),
+        ))
+    }
+
+    async fn partition(&self, cluster: &ClusterSection) {
+        let timeout = self.spec.command_timeout.0;
+        let p = &self.spec.params;
+        let (sides, leader) = if p.isolate == "leader" {
+            match self.leader(cluster).await {
+                Ok((node, said)) => (network::isolate(cluster, &node.name), Some(said)),
+                Err(why) => {
+                    self.log_cluster(
+                        "partition",
+                        ClusterEvent {
+                            ineffective: Some(format!("no leader to isolate: {why}")),
+                            error: Some(why),
+                            ..Default::default()
+                        },
+                    );
+                    return;
+                }
+            }
+        } else if !p.isolate.is_empty() {
+            (network::isolate(cluster, &p.isolate), None)
+        } else {
+            (p.sides.clone(), None)
+        };
+        // Registered before the rules go in, so an end that comes in between heals.
+        self.shared.cut.lock().push(self.index);
+        let commands = network::cut(cluster, &sides, timeout).await;
+        let seen = network::check(cluster, &sides).await;
+        let ineffective = (!seen.cut_holds()).then(|| {
+            if seen.across_tried == 0 {
+                format!("the cut could not be checked: {}", seen.errors.join("; "))
+            } else {
+                format!(
+                    "the partition did not drop traffic: {} of {} connections across the cut went through ({})",
+                    seen.across_connected.len(),
+                    seen.across_tried,
+                    seen.across_connected.join(", ")
+                )
+            }
+        });
+        let detail = match leader {
+            Some(l) => format!("{} (isolated: {l})", network::describe(&sides)),
+            None => network::describe(&sides),
+        };
+        let t = self.log_cluster(
+            "partition",
+            ClusterEvent {
+                commands,
+                detail: Some(detail),
+                connectivity: Some(seen),
+                ineffective,
+                ..Default::default()
+            },
+        );
+        self.span(Some(t), None);
+        if !self.spec.duration.0.is_zero() {
+            self.hold(self.spec.duration.0).await;
+            self.heal(cluster).await;
+        }
+    }
+
+    /// End every partition: remove the rules, check that every node reaches every
+    /// other again, and end the spans of the partitions that were cut.
+    async fn heal(&self, cluster: &ClusterSection) {
+        let cut = std::mem::take(&mut *self.shared.cut.lock());
+        let commands = network::heal(cluster, self.spec.command_timeout.0).await;
+        let seen = network::check(cluster, &[]).await;
+        let healed = seen.all_connect();
+        let t = self.log_cluster(
+            "heal",
+            ClusterEvent {
+                commands,
+                detail: Some(if healed {
+                    "every node reaches every other".into()
+                } else {
+                    format!(
+                        "not every node reaches every other: {}",
+                        seen.within_refused
+                            .iter()
+                            .chain(&seen.errors)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }),
+                connectivity: Some(seen),
+                ..Default::default()
+            },
+        );
+        let mut spans = self.shared.spans.lock();
+        for i in cut.into_iter().chain(std::iter::once(self.index)) {
+            if spans[i].0.is_none() {
+                spans[i].0 = Some(t);
+            }
+            spans[i].1 = Some(t);
+        }
+    }
+
+    async fn kill_leader(&self, cluster: &ClusterSection) {
+        let timeout = self.spec.command_timeout.0;
+        let (node, said) = match self.leader(cluster).await {
+            Ok(l) => l,
+            Err(why) => {
+                self.log_cluster(
+                    "sigkill",
+                    ClusterEvent {
+                        ineffective: Some(format!("no leader to kill: {why}")),
+                        error: Some(why),
+                        ..Default::default()
+                    },
+                );
+                return;
+            }
+        };
+        let s = signal(
+            &Victim::PidFile(node.pidfile.clone()),
+            Signal::Kill,
+            timeout,
+        )
+        .await;
+        let ineffective = s.pids.is_empty().then(|| {
+            format!(
+                "nothing was killed: {}",
+                s.error.clone().unwrap_or_default()
+            )
+        });
+        let t = self.log_cluster(
+            "sigkill",
+            ClusterEvent {
+                node: Some(node.name.clone()),
+                pids: s.pids,
+                detail: Some(said),
+                error: s.error,
+                ineffective,
+                ..Default::default()
+            },
+        );
+        self.span(Some(t), None);
+        if !self.spec.duration.0.is_zero() && !node.restart.is_empty() {
+            // Down for `duration`, or until the cell ends: brought back either way.
+            self.hold(self.spec.duration.0).await;
+            let out = run_command(&node.restart, timeout).await;
+            let t = self.log_cluster(
+                "restart",
+                ClusterEvent {
+                    node: Some(node.name.clone()),
+                    commands: vec![out],
+                    ..Default::default()
+                },
+            );
+            self.span(None, Some(t));
+        }
     }
 
     fn span(&self, start: Option<i64>, end: Option<i64>) {
@@ -302,8 +595,35 @@ impl Ctx {
                 );
                 self.span(None, Some(t));
             }
+            FaultKind::Partition => {
+                if let Some(c) = self.cluster.clone() {
+                    self.partition(&c).await;
+                }
+            }
+            FaultKind::Heal => {
+                if let Some(c) = self.cluster.clone() {
+                    self.heal(&c).await;
+                }
+            }
+            FaultKind::KillLeader => {
+                if let Some(c) = self.cluster.clone() {
+                    self.kill_leader(&c).await;
+                }
+            }
         }
     }
+}
+
+/// What a cluster fault logs.
+#[derive(Default)]
+struct ClusterEvent {
+    node: Option<String>,
+    pids: Vec<u32>,
+    commands: Vec<CommandOutcome>,
+    detail: Option<String>,
+    connectivity: Option<Connectivity>,
+    ineffective: Option<String>,
+    error: Option<String>,
 }
 
 impl Faults {
@@ -332,13 +652,27 @@ impl Faults {
     pub fn start(
         s: &Scenario,
         proxy: Option<Arc<Proxy>>,
+        broker: Option<Arc<dyn adapters::Broker>>,
+        tally: Option<timeline::Tally>,
         clock: Clock,
         rated_start: Instant,
     ) -> Faults {
+        let cluster = s.cluster.clone().map(Arc::new);
         let shared = Arc::new(Shared::default());
         *shared.spans.lock() = vec![(None, None); s.faults.len()];
         let end = CancellationToken::new();
         let rated_start_unix_ms = clock.us_at(rated_start) / 1000;
+        let placement = match (&cluster, &broker, tally) {
+            (Some(c), Some(b), Some(t)) => Some(placement::record(
+                b.clone(),
+                c.clone(),
+                t,
+                clock,
+                rated_start_unix_ms,
+                end.clone(),
+            )),
+            _ => None,
+        };
         let tasks = s
             .faults
             .iter()
@@ -351,6 +685,8 @@ impl Faults {
                         shared: shared.clone(),
                         end: end.clone(),
                         proxy: proxy.clone(),
+                        cluster: cluster.clone(),
+                        broker: broker.clone(),
                         clock,
                         rated_start,
                         rated_start_unix_ms,
@@ -364,16 +700,26 @@ impl Faults {
             tasks,
             end,
             proxy,
+            cluster,
+            schedule: s.faults.clone(),
+            clock,
             rated_start_unix_ms,
+            placement,
         }
     }
 
     /// End every fault (continue the paused, switch toxics off, restart the killed)
     /// and return what happened. Every command has its own deadline, so this ends.
-    pub async fn finish(mut self) -> (Vec<FaultEvent>, Vec<Span>, Option<ProxyFigures>) {
+    pub async fn finish(mut self) -> FaultsEnded {
         self.end.cancel();
         for t in std::mem::take(&mut self.tasks) {
             let _ = t.await;
+        }
+        // A partition still cut (duration 0 and no heal) is healed, and checked.
+        if let Some(c) = self.cluster.clone() {
+            if !self.shared.cut.lock().is_empty() {
+                self.heal_at_end(&c).await;
+            }
         }
         self.release();
         let events = self.shared.events.lock().clone();
@@ -387,7 +733,35 @@ impl Faults {
                 end_unix_ms: e,
             })
             .collect();
-        (events, spans, self.proxy.as_ref().map(|p| p.figures()))
+        let cluster = match self.placement.take() {
+            Some(t) => t.await.ok(),
+            None => None,
+        };
+        FaultsEnded {
+            events,
+            spans,
+            proxy: self.proxy.as_ref().map(|p| p.figures()),
+            cluster,
+        }
+    }
+
+    /// The end of the cell heals what no fault healed, logged as the first partition
+    /// still cut.
+    async fn heal_at_end(&self, c: &ClusterSection) {
+        let index = self.shared.cut.lock()[0];
+        let ctx = Ctx {
+            spec: self.schedule[index].clone(),
+            index,
+            shared: self.shared.clone(),
+            end: self.end.clone(),
+            proxy: None,
+            cluster: self.cluster.clone(),
+            broker: None,
+            clock: self.clock,
+            rated_start: Instant::now(),
+            rated_start_unix_ms: self.rated_start_unix_ms,
+        };
+        ctx.heal(c).await;
     }
 
     /// Continue anything still paused and switch the proxy's toxic off (also on drop).
@@ -398,6 +772,12 @@ impl Faults {
         }
         if let Some(p) = &self.proxy {
             p.set(Active::None);
+        }
+        // A drop before `finish` (the cell failed): the rules go, unchecked.
+        if let Some(c) = &self.cluster {
+            if !std::mem::take(&mut *self.shared.cut.lock()).is_empty() {
+                network::heal_blocking(c);
+            }
         }
     }
 
@@ -456,7 +836,7 @@ mod tests {
             "faults:\n  - {{kind: pause, target: 'pid:{}', at: 0s, duration: 1h}}\n",
             child.id()
         ));
-        let f = Faults::start(&s, None, Clock::anchor(), Instant::now());
+        let f = Faults::start(&s, None, None, None, Clock::anchor(), Instant::now());
         // Wait for the SIGSTOP.
         let stat = || std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
         let state = |st: String| {
@@ -473,7 +853,7 @@ mod tests {
             assert!(t0.elapsed() < Duration::from_secs(5), "never stopped");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let (events, spans, _) = f.finish().await;
+        let FaultsEnded { events, spans, .. } = f.finish().await;
         assert_ne!(state(stat()), "T", "continued at the end of the cell");
         let actions: Vec<&str> = events.iter().map(|e| e.action.as_str()).collect();
         assert_eq!(actions, ["sigstop", "sigcont"]);
@@ -491,13 +871,13 @@ mod tests {
         let s = scenario(
             "faults:\n  - {kind: kill, target: 'proc:sleep 765432', at: 0s, duration: 100ms, restart: 'exit 4'}\n",
         );
-        let f = Faults::start(&s, None, Clock::anchor(), Instant::now());
+        let f = Faults::start(&s, None, None, None, Clock::anchor(), Instant::now());
         let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
             .await
             .unwrap();
         assert!(!status.success());
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let (events, spans, _) = f.finish().await;
+        let FaultsEnded { events, spans, .. } = f.finish().await;
         assert_eq!(events[0].action, "sigkill");
         assert_eq!(events[0].pids.len(), 1);
         assert_eq!(events[1].action, "restart");

@@ -21,6 +21,7 @@ pub struct Inputs<'a> {
     pub events: Vec<FaultEvent>,
     pub spans: Vec<Span>,
     pub proxy: Option<ProxyFigures>,
+    pub cluster: Option<crate::cell::faults::placement::ClusterRecord>,
     pub readings: &'a [Reading],
     pub traffic_start_unix_ms: i64,
     pub rated_start_unix_ms: i64,
@@ -137,6 +138,21 @@ pub fn build(i: &Inputs<'_>) -> (FaultRecord, Vec<String>, Vec<String>) {
                 if c.timed_out { ", timed out" } else { "" }
             ));
         }
+        if let Some(d) = &e.detail {
+            l.push_str(&format!(" {d}"));
+        }
+        if let Some(c) = &e.connectivity {
+            l.push_str(&format!(
+                " check: {}/{} across the cut connected, {}/{} within refused",
+                c.across_connected.len(),
+                c.across_tried,
+                c.within_refused.len(),
+                c.within_tried
+            ));
+        }
+        if let Some(why) = &e.ineffective {
+            l.push_str(&format!(" INEFFECTIVE: {why}"));
+        }
         if let Some(err) = &e.error {
             l.push_str(&format!(" error: {err}"));
             warnings.push(format!("fault[{}] {}: {err}", e.fault, e.action));
@@ -154,6 +170,7 @@ pub fn build(i: &Inputs<'_>) -> (FaultRecord, Vec<String>, Vec<String>) {
         events: i.events.clone(),
         spans: spans_ms(&i.spans, i.rated_start_unix_ms),
         proxy: i.proxy.clone(),
+        cluster: i.cluster.clone(),
         figures,
         loss_allowed: loss_allowed(s),
     };

@@ -1,4 +1,5 @@
-//! The only unsafe code of the faults: `kill(2)` and `killpg(2)`, through libc.
+//! The faults' signals, their only unsafe code beside `network`'s `setns(2)`:
+//! `kill(2)` and `killpg(2)`, through libc.
 #![allow(unsafe_code)]
 //!
 //! Finding a fault's victim and signalling it: processes by command-line pattern or

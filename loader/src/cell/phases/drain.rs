@@ -13,9 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::cell::drain::{abandon_at_deadline, drain, DrainEnd};
-use crate::cell::faults::proxy::ProxyFigures;
-use crate::cell::faults::timeline::{Reading, Span};
-use crate::cell::faults::FaultEvent;
+use crate::cell::faults::timeline::Reading;
 use crate::cell::meeting::Progress;
 use crate::cell::phases::{CellRun, Ended, Running, System, Window};
 use crate::cell::workload::Workload;
@@ -48,7 +46,7 @@ pub(crate) struct Drained {
     /// Nothing moved, and the system still holds messages: the consumers stalled.
     pub stalled: Option<String>,
     /// What the faults did, and the timeline's readings.
-    pub faults: Option<(Vec<FaultEvent>, Vec<Span>, Option<ProxyFigures>)>,
+    pub faults: Option<crate::cell::faults::FaultsEnded>,
     pub readings: Vec<Reading>,
     /// The consumers' errors, and the adapter's own counters.
     pub consume_errors: Vec<String>,

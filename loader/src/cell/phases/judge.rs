@@ -107,7 +107,7 @@ impl<W: Workload> CellRun<'_, W> {
             w.edges.wall_sec,
             w.deliveries_in_window,
         );
-        let void_reasons = crate::cell::void_rule::reasons(
+        let mut void_reasons = crate::cell::void_rule::reasons(
             &s.void,
             &crate::cell::void_rule::LoaderLoad {
                 shed_pacer: load.shed_pacer,
@@ -118,6 +118,11 @@ impl<W: Workload> CellRun<'_, W> {
                 host_steal_frac: cost.host_steal_frac_mean,
             },
         );
+        // A fault that did not take effect (a cut that let traffic through, a leader
+        // the system would not name): the cell did not test what it says.
+        if let Some(f) = &d.faults {
+            void_reasons.extend(f.ineffective());
+        }
         let load_verdict = crate::cell::load_rule::verdict(
             &s.held,
             &crate::cell::load_rule::LoadFacts {
@@ -217,7 +222,13 @@ impl<W: Workload> CellRun<'_, W> {
                 100.0 * cost.host_steal_frac_peak.unwrap_or(f)
             ));
         }
-        if let Some((events, spans, proxy)) = d.faults.take() {
+        if let Some(crate::cell::faults::FaultsEnded {
+            events,
+            spans,
+            proxy,
+            cluster,
+        }) = d.faults.take()
+        {
             let rated_sec = w.edges.rated_sec();
             let (record, fault_warnings, lines) =
                 crate::cell::faults::report::build(&crate::cell::faults::report::Inputs {
@@ -226,6 +237,7 @@ impl<W: Workload> CellRun<'_, W> {
                     events,
                     spans,
                     proxy,
+                    cluster,
                     readings: &d.readings,
                     traffic_start_unix_ms: w.start_us / 1000,
                     rated_start_unix_ms: w.rated_start_us / 1000,

@@ -60,8 +60,16 @@ impl<W: Workload> CellRun<'_, W> {
             },
         );
         run.phase.set(Phase::Warmup);
-        let faults = (!s.faults.is_empty() || sys.proxy.is_some())
-            .then(|| Faults::start(s, sys.proxy.clone(), self.clock, start + warm));
+        let faults = (!s.faults.is_empty() || sys.proxy.is_some()).then(|| {
+            Faults::start(
+                s,
+                sys.proxy.clone(),
+                Some(sys.broker.clone()),
+                Some(run.tally.clone()),
+                self.clock,
+                start + warm,
+            )
+        });
         let timeline_stop = CancellationToken::new();
         let timeline = (!s.faults.is_empty()).then(|| {
             crate::cell::faults::timeline::record(
