@@ -11,6 +11,7 @@ use serde_json::Value;
 pub mod secrets;
 #[path = "../../../adapters/tests/support/services.rs"]
 mod services;
+pub mod cluster;
 pub mod victims;
 pub use services::{absent, queen_url, reachable, skipped, unavailable};
 

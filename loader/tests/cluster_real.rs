@@ -1,0 +1,250 @@
+//! Replicated tiers under the faults users buy them for: a three-node cluster of the
+//! test's own, each node on a test host of its own (support/cluster.rs), cut by a
+//! `partition` fault or robbed of its leader by `kill-leader`, with a cell running
+//! through it. Each test asks what the tier promises: nothing acknowledged is lost,
+//! the cluster serves again after the heal, and the record says who led each second.
+//!
+//! The cut is checked twice: by the harness (its record's `connectivity`, which makes
+//! the cell VOID when traffic crossed the cut) and by this test, which watches the
+//! namespaces while the cell runs and connects across the cut itself.
+//!
+//! Needs root (namespaces, nftables): under `CI` a cluster that cannot be made fails
+//! its test; by hand it skips. Every test's name starts with `real_cluster_`.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::cluster::{NatsCluster, TestHosts};
+use support::victims::need;
+use support::{run_raw, scenario, u};
+
+/// Run a cell, returning (exit code, result.json, console text, dir holder).
+fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (code, text, tmp) = run_raw(&scenario(scn), &support::relaxed(&sets));
+    let path = tmp.path().join("cell/result.json");
+    let r: Value = match std::fs::read_to_string(&path) {
+        Ok(t) => serde_json::from_str(&t).unwrap(),
+        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
+    };
+    if let Ok(keep) = std::env::var("CROSSBENCH_TEST_KEEP") {
+        let to = std::path::Path::new(&keep).join(r["name"].as_str().unwrap_or("cell"));
+        let _ = std::fs::create_dir_all(&keep);
+        let _ = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(tmp.path().join("cell"))
+            .arg(&to)
+            .status();
+    }
+    (code, r, text, tmp)
+}
+
+/// The figures a failed assertion shows.
+fn show(r: &Value) -> String {
+    format!(
+        "outcome={} void={} load={} drain={} totals={} events={} warnings={}",
+        r["outcome"],
+        r["void"],
+        r["load"],
+        r["drain"],
+        r["verdict"]["totals"],
+        r["faults"]["events"],
+        r["warnings"]
+    )
+}
+
+/// What the test itself saw of a cut while the cell ran: for each moment a node's
+/// namespace held the harness's table, whether that node still reached the others.
+#[derive(Debug, Default)]
+struct Watched {
+    /// (isolated node, peer, connected).
+    tries: Vec<(usize, usize, bool)>,
+}
+
+/// Watch the hosts until `stop`: a node whose namespace holds the harness's table
+/// with every other node's address in it is the isolated one; try its links.
+fn watch(hosts: &TestHosts, port: u16, stop: &AtomicBool, seen: &Mutex<Watched>) {
+    while !stop.load(Ordering::Relaxed) {
+        for (i, h) in hosts.hosts.iter().enumerate() {
+            let out = std::process::Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &h.netns,
+                    "nft",
+                    "list",
+                    "table",
+                    "inet",
+                    "crossbench",
+                ])
+                .output();
+            let Ok(out) = out else { continue };
+            let text = String::from_utf8_lossy(&out.stdout);
+            let others: Vec<usize> = (0..hosts.hosts.len()).filter(|j| *j != i).collect();
+            if out.status.success()
+                && others
+                    .iter()
+                    .all(|j| text.contains(&hosts.hosts[*j].address))
+            {
+                let mut w = seen.lock().unwrap();
+                for j in others {
+                    w.tries.push((i, j, hosts.connects(i, j, port)));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// A cell with a watcher beside it.
+fn watched_cell(
+    hosts: &TestHosts,
+    port: u16,
+    scn: &str,
+    sets: &[String],
+) -> (i32, Value, String, tempfile::TempDir, Watched) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Watched::default()));
+    std::thread::scope(|s| {
+        let w = s.spawn(|| watch(hosts, port, &stop, &seen));
+        let out = cell(scn, sets);
+        stop.store(true, Ordering::Relaxed);
+        w.join().unwrap();
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        (out.0, out.1, out.2, out.3, seen)
+    })
+}
+
+/// The partition's event and the heal's, checked: the cut held (nothing crossed it,
+/// as the harness and this test saw), and the heal joined every node again.
+fn assert_cut_and_heal(r: &Value, seen: &Watched) {
+    let events = r["faults"]["events"].as_array().expect("fault events");
+    let cut = events
+        .iter()
+        .find(|e| e["action"] == "partition")
+        .unwrap_or_else(|| panic!("no partition event: {}", show(r)));
+    let c = &cut["connectivity"];
+    assert!(
+        cut["ineffective"].is_null(),
+        "the cut did not take effect: {}",
+        show(r)
+    );
+    assert_eq!(u(&c["across_tried"]), 4, "{}", show(r));
+    assert_eq!(
+        c["across_connected"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        show(r)
+    );
+    let heal = events
+        .iter()
+        .find(|e| e["action"] == "heal")
+        .unwrap_or_else(|| panic!("no heal event: {}", show(r)));
+    assert_eq!(
+        heal["connectivity"]["within_refused"]
+            .as_array()
+            .map(Vec::len),
+        Some(0),
+        "{}",
+        show(r)
+    );
+    assert_eq!(u(&heal["connectivity"]["within_tried"]), 6, "{}", show(r));
+    assert!(
+        !seen.tries.is_empty(),
+        "the test never saw the cut in a namespace: {}",
+        show(r)
+    );
+    let crossed: Vec<_> = seen.tries.iter().filter(|t| t.2).collect();
+    assert!(
+        crossed.is_empty(),
+        "connections crossed the cut while it held (isolated, peer): {crossed:?}"
+    );
+    assert!(
+        !r["void"]["reasons"]
+            .to_string()
+            .contains("did not take effect"),
+        "{}",
+        show(r)
+    );
+}
+
+/// NATS JetStream, three servers, R3 streams: the node leading the most streams is
+/// cut off from the other two for 8 s (the loader still reaches it), then healed.
+/// What R3 promises: nothing acknowledged is lost; the majority elects new leaders.
+#[test]
+fn real_cluster_nats_r3_minority_partition_of_the_leader() {
+    let _g = support::serial();
+    let Some(c) = need(
+        "a NATS cluster of the test's own (root, iproute2, nftables)",
+        NatsCluster::start(21),
+    ) else {
+        return;
+    };
+    let (code, r, text, _tmp, seen) = watched_cell(
+        &c.hosts,
+        4222,
+        "nats-smoke.yaml",
+        &[
+            format!("nats.url={}", c.url()),
+            "nats.replicas=3".into(),
+            "nats.ack_wait=5s".into(),
+            "properties=8".into(),
+            "rate=100".into(),
+            "warmup=2s".into(),
+            "duration=20s".into(),
+            "drain.max=60s".into(),
+            "accept=at-least-once".into(),
+            "held.exploratory=true".into(),
+            format!("cluster={}", c.cluster_yaml()),
+            "faults=[{kind: partition, at: 5s, duration: 8s, params: {isolate: leader}}]".into(),
+        ],
+    );
+    let t = &r["verdict"]["totals"];
+    let cl = &r["faults"]["cluster"];
+    eprintln!(
+        "nats R3 leader partition: exit {code} outcome {} lost_acked {} duplicates {} served {} unavailability {} recovery {} leader changes {} cut {}",
+        r["outcome"], t["lost_acked"], t["duplicates"], r["load"]["served_in_window"],
+        r["faults"]["figures"]["unavailability_ms"], r["faults"]["figures"]["recovery"],
+        cl["leader_changes"].as_array().map_or(0, Vec::len),
+        r["faults"]["events"][0]["detail"]
+    );
+    assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
+    assert_cut_and_heal(&r, &seen);
+    assert_eq!(
+        u(&t["lost_acked"]),
+        0,
+        "R3 lost acknowledged messages: {}",
+        show(&r)
+    );
+    assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));
+    // The record says who led: every stream (one per topic) on three replicas,
+    // leaders each second.
+    let replicas = cl["replicas"].as_object().expect("replicas");
+    assert_eq!(replicas.len(), 4, "{cl}");
+    assert!(
+        replicas
+            .values()
+            .all(|r| r.as_array().map(Vec::len) == Some(3)),
+        "{cl}"
+    );
+    let seconds = cl["seconds"].as_array().expect("seconds");
+    assert!(seconds.len() >= 20, "{} seconds", seconds.len());
+    assert!(
+        seconds
+            .iter()
+            .any(|s| !s["leaders"].as_object().unwrap().is_empty()),
+        "{cl}"
+    );
+    assert_eq!(
+        r["provenance"]["settings"]["stream_replicas"]
+            .as_str()
+            .map(|s| s.contains('3')),
+        Some(true),
+        "{}",
+        r["provenance"]
+    );
+}
