@@ -24,6 +24,14 @@
 //! closed: the broker requeues every unacked delivery of that consumer (the refused
 //! ones *and* any later ones of the same key already prefetched) at their original
 //! positions, so per-key order survives the redelivery. The channel is then reopened.
+//!
+//! A cluster: `rabbitmq.nodes` lists the other nodes. Every connection dials a node
+//! and, when that fails or the connection is later lost, the next one in turn (`url`,
+//! `nodes[0]`, …); consumer connection `i` starts on node `i mod n`. Quorum queues
+//! are declared without `x-quorum-initial-group-size`: the server's default
+//! (`quorum_cluster_size`, 3) members, led from the node the setup connection is on.
+//! With `rabbitmq.management_url`, [`Broker::placement`] reads the management API
+//! (rabbitmq/management.rs).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -57,6 +65,9 @@ use crate::lanes::{fnv1a32, lane_of};
 
 /// Timeout of one control operation (connect, declare, channel open / close).
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Timeout of one connect when there are other nodes to try (`rabbitmq.nodes`): a
+/// node that does not answer must not hold a reconnect for `OP_TIMEOUT`.
+const NODE_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// With several loaders sharing the queues: how long a loader waits before it
 /// registers as a standby consumer on the queues that are another loader's to serve.
 const STANDBY_DELAY: Duration = Duration::from_secs(2);
@@ -132,12 +143,17 @@ struct TopicLayout {
 struct ConnSlot {
     index: usize,
     conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The node (0 = `url`, `i` = `nodes[i - 1]`) the connection is on, or starts on:
+    /// `index mod n` at first, the next node's after a lost connection.
+    node: AtomicUsize,
 }
 
 /// The publish connection and its confirm-mode channels.
 #[derive(Debug, Default)]
 struct PubState {
     conn: Option<Arc<Connection>>,
+    /// The node the connection is on.
+    node: usize,
     channels: Vec<Option<Channel>>,
 }
 
@@ -169,12 +185,18 @@ impl Default for ConnectGate {
 #[derive(Debug)]
 struct Inner {
     opts: RabbitOptions,
-    /// The URL's password, replaced by `***` in every error text.
-    secret: Option<String>,
+    /// Every password of the section's URLs, replaced by `***` in every error text.
+    secrets: Vec<String>,
+    /// Makes this adapter's connection names its own (`crossbench-publish#<tag>`), so
+    /// the management API's connection listing tells them apart from another
+    /// loader's: the process id and the adapter's number in the process.
+    tag: String,
+    management: Option<super::management::Management>,
     layout: RwLock<Option<Arc<Layout>>>,
     publisher: Mutex<PubState>,
     pub_reconnect: tokio::sync::Mutex<()>,
-    connect_gate: Mutex<ConnectGate>,
+    /// One per node: a node that failed is not dialed again before its backoff.
+    connect_gate: Mutex<Vec<ConnectGate>>,
     slots: RwLock<Vec<Arc<ConnSlot>>>,
     next_slot: AtomicUsize,
     stats: Stats,
@@ -199,24 +221,32 @@ pub struct RabbitBroker {
     inner: Arc<Inner>,
 }
 
-fn password_of(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let userinfo = rest.split_once('@')?.0;
-    let pass = userinfo.split_once(':')?.1;
-    (!pass.is_empty()).then(|| pass.to_string())
-}
+/// Adapters made in this process, for [`Inner::tag`].
+static ADAPTERS: AtomicUsize = AtomicUsize::new(0);
 
 impl RabbitBroker {
     pub fn new(options: RabbitOptions) -> Result<Self, BrokerError> {
         crate::options::Section::validate(&options)?;
+        let management = super::management::Management::new(&options)?;
+        let tag = format!(
+            "{}.{}",
+            std::process::id(),
+            ADAPTERS.fetch_add(1, Ordering::Relaxed)
+        );
         Ok(RabbitBroker {
             inner: Arc::new(Inner {
-                secret: password_of(&options.url),
+                secrets: options.secrets(),
+                tag,
+                management,
+                connect_gate: Mutex::new(
+                    (0..options.node_count())
+                        .map(|_| ConnectGate::default())
+                        .collect(),
+                ),
                 opts: options,
                 layout: RwLock::new(None),
                 publisher: Mutex::new(PubState::default()),
                 pub_reconnect: tokio::sync::Mutex::new(()),
-                connect_gate: Mutex::new(ConnectGate::default()),
                 slots: RwLock::new(Vec::new()),
                 next_slot: AtomicUsize::new(0),
                 stats: Stats::default(),
@@ -263,11 +293,11 @@ where
 
 impl Inner {
     fn redact(&self, text: impl Into<String>) -> String {
-        let t = text.into();
-        match &self.secret {
-            Some(p) => t.replace(p.as_str(), "***"),
-            None => t,
+        let mut t = text.into();
+        for p in &self.secrets {
+            t = t.replace(p.as_str(), "***");
         }
+        t
     }
 
     fn err_conn(&self, text: impl Into<String>) -> BrokerError {
@@ -289,51 +319,162 @@ impl Inner {
         }
     }
 
-    async fn connect(&self, name: &str) -> Result<Connection, BrokerError> {
-        {
-            let g = self.connect_gate.lock();
-            if let Some(at) = g.retry_at {
-                let now = std::time::Instant::now();
-                if now < at {
-                    let wait = at - now;
-                    let last = g.last.clone();
-                    drop(g);
-                    return Err(self.err_conn(format!(
-                        "{last} (next connect attempt in {} ms)",
-                        wait.as_millis()
-                    )));
+    /// A connection named `crossbench-<name>#<tag>` to node `start` (0 = `url`, `i` =
+    /// `nodes[i - 1]`) or, when that fails, the next node in turn, and the node it is
+    /// on. A node that failed is skipped until its backoff ran out ([`ConnectGate`]);
+    /// when every node failed or waits, the error says why for each.
+    async fn connect(&self, name: &str, start: usize) -> Result<(Connection, usize), BrokerError> {
+        let n = self.opts.node_count();
+        let timeout = if n > 1 {
+            NODE_CONNECT_TIMEOUT
+        } else {
+            OP_TIMEOUT
+        };
+        let named = format!("{name}#{}", self.tag);
+        let mut failures = Vec::new();
+        for k in 0..n {
+            let node = (start + k) % n;
+            {
+                let gates = self.connect_gate.lock();
+                let g = &gates[node];
+                if let Some(at) = g.retry_at {
+                    let now = std::time::Instant::now();
+                    if now < at {
+                        failures.push(format!(
+                            "{} (next connect attempt in {} ms)",
+                            g.last,
+                            (at - now).as_millis()
+                        ));
+                        continue;
+                    }
                 }
             }
-        }
-        let at = self.redact(&self.opts.url);
-        let failure =
-            match tokio::time::timeout(OP_TIMEOUT, super::dial::open(&self.opts, name)).await {
-                Ok(Ok(c)) => {
-                    *self.connect_gate.lock() = ConnectGate::default();
-                    return Ok(c);
-                }
-                Ok(Err(e)) => match super::dial::failure(&self.opts, &e, &at) {
-                    // The scenario's to fix: no retry can help.
-                    BrokerError::Config { field, message } => {
-                        let e = BrokerError::Config {
-                            field,
-                            message: self.redact(&message),
-                        };
-                        self.stats.error(&e);
-                        return Err(e);
+            let at = self.redact(self.opts.node_url(node));
+            let failure =
+                match tokio::time::timeout(timeout, super::dial::open(&self.opts, node, &named))
+                    .await
+                {
+                    Ok(Ok(c)) => {
+                        self.connect_gate.lock()[node] = ConnectGate::default();
+                        return Ok((c, node));
                     }
-                    BrokerError::Connection(text) => text,
-                    other => other.to_string(),
-                },
-                Err(_) => format!("connecting to {at} timed out after {OP_TIMEOUT:?}"),
-            };
-        {
-            let mut g = self.connect_gate.lock();
-            g.retry_at = Some(std::time::Instant::now() + g.backoff);
-            g.backoff = (g.backoff * 2).min(CONNECT_BACKOFF_MAX);
-            g.last = self.redact(&failure);
+                    Ok(Err(e)) => match super::dial::failure(&self.opts, &e, &at) {
+                        // The scenario's to fix: no retry can help.
+                        BrokerError::Config { field, message } => {
+                            let e = BrokerError::Config {
+                                field,
+                                message: self.redact(&message),
+                            };
+                            self.stats.error(&e);
+                            return Err(e);
+                        }
+                        BrokerError::Connection(text) => text,
+                        other => other.to_string(),
+                    },
+                    Err(_) => format!("connecting to {at} timed out after {timeout:?}"),
+                };
+            let failure = self.redact(&failure);
+            {
+                let mut gates = self.connect_gate.lock();
+                let g = &mut gates[node];
+                g.retry_at = Some(std::time::Instant::now() + g.backoff);
+                g.backoff = (g.backoff * 2).min(CONNECT_BACKOFF_MAX);
+                g.last = failure.clone();
+            }
+            failures.push(failure);
         }
-        Err(self.err_conn(failure))
+        Err(self.err_conn(failures.join("; ")))
+    }
+
+    /// The names of the connections the adapter holds open now, in its order: the
+    /// publish connection, then the consumer connections by index. A consumer
+    /// connection being reopened (its lock held) is left out.
+    fn open_connection_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self
+            .publisher
+            .lock()
+            .conn
+            .as_ref()
+            .is_some_and(|c| c.status().connected())
+        {
+            names.push(format!("crossbench-publish#{}", self.tag));
+        }
+        for slot in self.slots.read().iter() {
+            let open = slot
+                .conn
+                .try_lock()
+                .is_ok_and(|c| c.as_ref().is_some_and(|c| c.status().connected()));
+            if open {
+                names.push(format!("crossbench-consume-{}#{}", slot.index, self.tag));
+            }
+        }
+        names
+    }
+
+    /// Where the last setup's queues lead and are kept, and the node of each open
+    /// connection, from the management API (`None` without `management_url` or
+    /// before setup). The queues are one listing of the vhost, the connections
+    /// another, asked at once, each bounded by [`super::management::TIMEOUT`]; a
+    /// listing that failed leaves every queue unanswered (with why), or `connected`
+    /// empty. A connection the listing does not show (the management database learns
+    /// of a new connection within a few seconds) or shows twice is left out of
+    /// `connected`.
+    async fn placement(&self) -> Option<crate::placement::Placement> {
+        let m = self.management.as_ref()?;
+        let layout = self.layout.read().clone()?;
+        let mut queues: Vec<String> = layout
+            .topics
+            .values()
+            .flat_map(|t| t.groups.iter().flat_map(|(_, q)| q.iter().cloned()))
+            .collect();
+        queues.sort();
+        let names = self.open_connection_names();
+        let (listing, conns) = futures::join!(m.queues(), m.connections());
+        let mut p = match listing {
+            Ok(v) => super::management::place_queues(&v, &queues),
+            Err(why) => {
+                let why = self.redact(why);
+                crate::placement::Placement {
+                    unanswered: queues.into_iter().map(|q| (q, why.clone())).collect(),
+                    ..Default::default()
+                }
+            }
+        };
+        if let Ok(c) = conns {
+            p.connected = super::management::connected(&c, &names);
+        }
+        Some(p)
+    }
+
+    /// What the management API says of the cluster, for the provenance: its nodes and,
+    /// for quorum queues, how many members the first queue has.
+    async fn cluster_provenance(&self, first_queue: Option<&str>, p: &mut crate::Provenance) {
+        let Some(m) = &self.management else {
+            return;
+        };
+        match m.nodes().await {
+            Ok(v) => p.report("cluster_nodes", super::management::nodes_text(&v)),
+            Err(why) => p.not_reported("cluster nodes", self.redact(why)),
+        }
+        if self.opts.queue_type != QueueType::Quorum {
+            return;
+        }
+        let Some(q) = first_queue else {
+            return p.not_reported("queue replicas", "setup declared no queue");
+        };
+        match m.queue(q).await {
+            Ok(v) => match super::management::members(&v) {
+                Some(n) => {
+                    p.setting("queue_replicas", n.to_string());
+                    p.note(format!(
+                        "queue_replicas: the members of {q} as the management API answered at setup"
+                    ));
+                }
+                None => p.not_reported("queue replicas", format!("{q} has no `members`")),
+            },
+            Err(why) => p.not_reported("queue replicas", self.redact(why)),
+        }
     }
 
     /// Ready messages in every queue of the last setup, by passive declares on a
@@ -341,7 +482,7 @@ impl Inner {
     /// declare fails (then it cannot say what that queue holds).
     async fn held(&self) -> Option<crate::broker::Held> {
         let layout = self.layout().ok()?;
-        let conn = self.connect("held").await.ok()?;
+        let (conn, _) = self.connect("held", 0).await.ok()?;
         let counted = async {
             let ch = timed("open channel", conn.create_channel()).await.ok()?;
             let mut places = Vec::new();
@@ -406,13 +547,19 @@ impl Inner {
         let conn = match conn {
             Some(c) if !need_conn => c,
             _ => {
-                let had = self.publisher.lock().conn.is_some();
-                let c = Arc::new(self.connect("publish").await?);
+                // A lost connection reconnects to the next node first.
+                let (had, start) = {
+                    let st = self.publisher.lock();
+                    (st.conn.is_some(), st.node + usize::from(st.conn.is_some()))
+                };
+                let (c, node) = self.connect("publish", start).await?;
+                let c = Arc::new(c);
                 if had {
                     self.stats.publish_reconnects.inc();
                 }
                 let mut st = self.publisher.lock();
                 st.conn = Some(c.clone());
+                st.node = node;
                 st.channels = vec![None; self.opts.publish_channels];
                 c
             }
@@ -533,11 +680,16 @@ impl Inner {
             let alive = g.as_ref().is_some_and(|c| c.status().connected());
             if !alive {
                 let had = g.is_some();
-                let c = Arc::new(self.connect(&format!("consume-{}", slot.index)).await?);
+                // A lost connection reconnects to the next node first.
+                let start = slot.node.load(Ordering::Relaxed) + usize::from(had);
+                let (c, node) = self
+                    .connect(&format!("consume-{}", slot.index), start)
+                    .await?;
+                slot.node.store(node, Ordering::Relaxed);
                 if had {
                     self.stats.consumer_reconnects.inc();
                 }
-                *g = Some(c);
+                *g = Some(Arc::new(c));
             }
             g.clone().expect("just set")
         };
@@ -797,14 +949,27 @@ impl Inner {
                 name == base || name.starts_with(&format!("{base}."))
             })
         };
-        let ctl = self.opts.rabbitmqctl.clone();
-        let listed = tokio::task::spawn_blocking(move || {
-            let q = cost::list_names(&ctl, "queues", CTL_TIMEOUT)?;
-            let x = cost::list_names(&ctl, "exchanges", CTL_TIMEOUT)?;
-            Ok::<_, String>((q, x))
-        })
-        .await
-        .map_err(|e| BrokerError::Other(format!("reset listing task: {e}")))?;
+        let listed = match &self.management {
+            // The cluster's listing, in the URL's vhost.
+            Some(m) => {
+                async {
+                    let q = m.names("queues").await?;
+                    let x = m.names("exchanges").await?;
+                    Ok::<_, String>((q, x))
+                }
+                .await
+            }
+            None => {
+                let ctl = self.opts.rabbitmqctl.clone();
+                tokio::task::spawn_blocking(move || {
+                    let q = cost::list_names(&ctl, "queues", CTL_TIMEOUT)?;
+                    let x = cost::list_names(&ctl, "exchanges", CTL_TIMEOUT)?;
+                    Ok::<_, String>((q, x))
+                })
+                .await
+                .map_err(|e| BrokerError::Other(format!("reset listing task: {e}")))?
+            }
+        };
         let (queues, exchanges): (Vec<String>, Vec<String>) = match listed {
             Ok((q, x)) => (
                 q.into_iter().filter(|n| owned(n)).collect(),
@@ -890,7 +1055,7 @@ impl Inner {
             Idiom::LaneQueues => lanes,
             Idiom::HashExchange => self.opts.hash_queues(lanes),
         };
-        let conn = self.connect("setup").await?;
+        let (conn, setup_node) = self.connect("setup", 0).await?;
         let mut notes = Vec::new();
         if topology.reset {
             notes.extend(self.reset(&conn, topology).await?);
@@ -1043,6 +1208,7 @@ impl Inner {
                     slots.push(Arc::new(ConnSlot {
                         index: i,
                         conn: tokio::sync::Mutex::new(None),
+                        node: AtomicUsize::new(i % self.opts.node_count()),
                     }));
                 }
             }
@@ -1088,10 +1254,29 @@ impl Inner {
                 topology.dedup_window_sec
             ));
         }
+        if !self.opts.nodes.is_empty() {
+            notes.push(format!(
+                "{} nodes (rabbitmq.url and rabbitmq.nodes): setup ran on node {setup_node}; consumer connection i starts on node i mod {}, a lost connection reconnects to the next node in turn",
+                self.opts.node_count(),
+                self.opts.node_count()
+            ));
+        }
         let mut provenance = super::handshake::provenance(
-            super::handshake::server_properties(&self.opts, Duration::from_secs(10)).await,
+            super::handshake::server_properties(
+                &self.opts,
+                self.opts.node_url(setup_node),
+                Duration::from_secs(10),
+            )
+            .await,
         );
         provenance.setting("queue_type", self.opts.queue_type.name());
+        let first_queue = self.layout.read().as_ref().and_then(|l| {
+            let t = topology.topics.first()?;
+            let (_, q) = l.topics.get(&t.name)?.groups.first()?;
+            q.first().cloned()
+        });
+        self.cluster_provenance(first_queue.as_deref(), &mut provenance)
+            .await;
         provenance.note("queue_type: x-queue-type as the adapter declared it on every queue (a declare that the server answered, not read back)");
         Ok(Description {
             system: "rabbitmq".into(),
@@ -1231,6 +1416,12 @@ impl Broker for RabbitBroker {
         self.inner.held().await
     }
 
+    /// From the management API (`rabbitmq.management_url`; `None` without it):
+    /// [`Inner::placement`].
+    async fn placement(&self) -> Option<crate::placement::Placement> {
+        self.inner.placement().await
+    }
+
     fn counters(&self) -> BTreeMap<String, u64> {
         let mut m = counter::snapshot("rabbit_", &self.inner.stats);
         let layout = self.inner.layout.read().clone();
@@ -1360,13 +1551,10 @@ mod tests {
 
     #[test]
     fn password_is_found_and_redacted() {
-        assert_eq!(
-            password_of("amqp://guest:s3cret@h:5672/%2f").as_deref(),
-            Some("s3cret")
-        );
-        assert_eq!(password_of("amqp://h:5672"), None);
         let b = RabbitBroker::new(RabbitOptions {
             url: "amqp://u:s3cret@127.0.0.1:1/%2f".into(),
+            nodes: vec!["amqp://u:n0de2@127.0.0.2:1/%2f".into()],
+            management_url: "http://mon:m%40nage@127.0.0.1:15672".into(),
             ..Default::default()
         })
         .unwrap();
@@ -1375,6 +1563,30 @@ mod tests {
                 .redact("cannot connect to amqp://u:s3cret@127.0.0.1:1/%2f"),
             "cannot connect to amqp://u:***@127.0.0.1:1/%2f"
         );
+        assert_eq!(
+            b.inner.redact("n0de2 and m@nage and m%40nage"),
+            "*** and *** and ***"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lost_connection_reconnects_to_the_next_node_and_a_failed_node_waits() {
+        // Three nodes nobody listens on: a connect tries each in turn from its start.
+        let b = RabbitBroker::new(RabbitOptions {
+            url: "amqp://guest:guest@127.0.0.1:1/%2f".into(),
+            nodes: vec![
+                "amqp://guest:guest@127.0.0.1:2/%2f".into(),
+                "amqp://guest:guest@127.0.0.1:3/%2f".into(),
+            ],
+            ..Default::default()
+        })
+        .unwrap();
+        let e = b.inner.connect("t", 1).await.unwrap_err().to_string();
+        let at = |port: u16| e.find(&format!("127.0.0.1:{port}")).unwrap();
+        assert!(at(2) < at(3) && at(3) < at(1), "{e}");
+        // All three now wait out their backoff: the next attempt fails at once.
+        let e = b.inner.connect("t", 0).await.unwrap_err().to_string();
+        assert_eq!(e.matches("next connect attempt").count(), 3, "{e}");
     }
 
     #[test]

@@ -45,8 +45,9 @@ fn err(what: &str, e: impl std::fmt::Display) -> BrokerError {
     BrokerError::Connection(format!("{what}: {e}"))
 }
 
-async fn connect(o: &RabbitOptions, name: &str) -> Result<Connection, BrokerError> {
-    super::dial::open(o, &format!("bare-{name}"))
+/// A connection to node `node` (see `rabbitmq.nodes`), as the adapter dials it.
+async fn connect(o: &RabbitOptions, node: usize, name: &str) -> Result<Connection, BrokerError> {
+    super::dial::open(o, node, &format!("bare-{name}"))
         .await
         .map_err(|e| err("connect", e))
 }
@@ -60,7 +61,7 @@ impl RabbitBare {
             .built(topic, group)
             .ok_or_else(|| BrokerError::Other("setup built no queues".into()))?;
         adapter.close().await?;
-        let publish = connect(o, "publish").await?;
+        let publish = connect(o, 0, "publish").await?;
         let mut channels = Vec::with_capacity(o.publish_channels);
         for _ in 0..o.publish_channels.max(1) {
             let ch = publish
@@ -74,7 +75,7 @@ impl RabbitBare {
         }
         let mut consumers = Vec::with_capacity(built.consumer_connections);
         for i in 0..built.consumer_connections.max(1) {
-            consumers.push(connect(o, &format!("consume-{i}")).await?);
+            consumers.push(connect(o, i, &format!("consume-{i}")).await?);
         }
         Ok(RabbitBare {
             o: o.clone(),

@@ -14,15 +14,17 @@ use lapin::{Connection, ConnectionProperties};
 use super::options::RabbitOptions;
 use crate::error::BrokerError;
 
-/// A connection named `crossbench-{name}` to the section's server; the error is
-/// lapin's words (which never carry the URL's password).
-pub(super) async fn open(o: &RabbitOptions, name: &str) -> Result<Connection, String> {
+/// A connection named `crossbench-{name}` to node `node` of the section (0 = `url`,
+/// `i` = `nodes[i - 1]`); the error is lapin's words (which never carry the URL's
+/// password). With several nodes, `rabbitmq.tls` applies to each, its certificate
+/// checked against that node's host (or `tls.server_name`).
+pub(super) async fn open(o: &RabbitOptions, node: usize, name: &str) -> Result<Connection, String> {
     let props = ConnectionProperties::default()
         .with_connection_name(LongString::from(format!("crossbench-{name}")));
-    let url = o.connect_url().map_err(|e| e.to_string())?;
+    let url = o.node_connect_url(node).map_err(|e| e.to_string())?;
     let uri: AMQPUri = url
         .parse()
-        .map_err(|e| format!("rabbitmq.url does not parse: {e}"))?;
+        .map_err(|e| format!("rabbitmq.{} does not parse: {e}", o.node_field(node)))?;
     if uri.scheme == AMQPScheme::AMQP {
         return Connection::connect_uri(uri, props)
             .await

@@ -23,13 +23,14 @@ const HEADER: &[u8; 8] = b"AMQP\x00\x00\x09\x01";
 /// The largest `connection.start` frame the adapter reads (RabbitMQ's is ~500 bytes).
 const MAX_FRAME: u32 = 64 * 1024;
 
-/// The server properties of the server at `url` (a table of text values).
+/// The server properties of the server at `url` (one of the section's node URLs; a
+/// table of text values).
 pub async fn server_properties(
     o: &RabbitOptions,
+    url: &str,
     timeout: Duration,
 ) -> Result<BTreeMap<String, String>, String> {
-    let uri: AMQPUri = o
-        .url
+    let uri: AMQPUri = url
         .parse()
         .map_err(|e| format!("the URL does not parse: {e}"))?;
     let addr = format!("{}:{}", uri.authority.host, uri.authority.port);

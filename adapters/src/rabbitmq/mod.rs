@@ -16,6 +16,8 @@ mod dial;
 #[cfg(feature = "rabbitmq")]
 pub mod handshake;
 #[cfg(feature = "rabbitmq")]
+mod management;
+#[cfg(feature = "rabbitmq")]
 mod refusal;
 #[cfg(feature = "rabbitmq")]
 pub use adapter::RabbitBroker;
