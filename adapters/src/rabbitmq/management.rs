@@ -5,8 +5,15 @@
 //! (`/api/nodes`), and the names reset deletes. Every request is bounded by
 //! [`TIMEOUT`]; the password goes in the `Authorization` header only and never into
 //! a text. The JSON is read by pure functions, tested without a server.
+//!
+//! When `management_url`'s host is `url`'s, the other nodes' management APIs are
+//! taken to be at the same scheme and port on their own hosts (`rabbitmq.nodes`): a
+//! question the node last answering does not answer goes to the next, so placement
+//! still answers while that node is down. Otherwise only `management_url` is asked.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -18,11 +25,45 @@ use crate::placement::Placement;
 /// Give up on one management request after this long.
 pub(super) const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A client of one node's management API.
+/// A connect to one node's management API gives up after this long (another node
+/// may answer within [`TIMEOUT`]).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A client of the cluster's management APIs.
 #[derive(Debug, Clone)]
 pub(super) struct Management {
     http: reqwest::Client,
     login: ManagementLogin,
+    /// `login.base`, then the other nodes' bases when they can be told.
+    bases: Vec<String>,
+    /// The base that answered last, asked first.
+    last: Arc<AtomicUsize>,
+}
+
+/// `base` and, when its host is the AMQP URL's, the same URL on each other node's
+/// host.
+fn bases(o: &RabbitOptions, base: &str) -> Vec<String> {
+    let host = |u: &str| url::Url::parse(u).ok()?.host_str().map(str::to_string);
+    let mut out = vec![base.to_string()];
+    let (Some(mine), Some(first)) = (host(base), host(&o.url)) else {
+        return out;
+    };
+    if mine != first {
+        return out;
+    }
+    for n in &o.nodes {
+        let Some(h) = host(n) else { continue };
+        let Ok(mut u) = url::Url::parse(base) else {
+            continue;
+        };
+        if u.set_host(Some(&h)).is_ok() {
+            let b = u.as_str().trim_end_matches('/').to_string();
+            if !out.contains(&b) {
+                out.push(b);
+            }
+        }
+    }
+    out
 }
 
 impl Management {
@@ -35,7 +76,7 @@ impl Management {
         crate::tls::client::provider();
         let mut builder = reqwest::Client::builder()
             .no_proxy()
-            .connect_timeout(TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
             .timeout(TIMEOUT);
         if login.base.starts_with("https://") {
             builder = builder.tls_backend_preconfigured(o.tls.client_config("rabbitmq")?);
@@ -44,7 +85,12 @@ impl Management {
             field: "rabbitmq.management_url".into(),
             message: format!("cannot build the HTTP client: {e}"),
         })?;
-        Ok(Some(Management { http, login }))
+        Ok(Some(Management {
+            bases: bases(o, &login.base),
+            http,
+            login,
+            last: Arc::new(AtomicUsize::new(0)),
+        }))
     }
 
     /// The vhost every queue of the run is in.
@@ -52,10 +98,31 @@ impl Management {
         path_segment(&self.login.vhost)
     }
 
-    /// GET `path` (below the base URL) as JSON; the error names the path and says
-    /// why, never the password.
+    /// GET `path` as JSON from the node that answered last or, failing that, the
+    /// next, all within [`TIMEOUT`]; the error says why for each, never the password.
     async fn get(&self, path: &str) -> Result<Value, String> {
-        let url = format!("{}{path}", self.login.base);
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        let first = self.last.load(Ordering::Relaxed);
+        let mut why = Vec::new();
+        for k in 0..self.bases.len() {
+            let i = (first + k) % self.bases.len();
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.get_from(&self.bases[i], path, left).await {
+                Ok(v) => {
+                    self.last.store(i, Ordering::Relaxed);
+                    return Ok(v);
+                }
+                Err(e) => why.push(e),
+            }
+        }
+        Err(why.join("; "))
+    }
+
+    async fn get_from(&self, base: &str, path: &str, within: Duration) -> Result<Value, String> {
+        let url = format!("{base}{path}");
         let asked = async {
             let r = self
                 .http
@@ -77,9 +144,9 @@ impl Management {
             }
             serde_json::from_str(&body).map_err(|e| format!("GET {url}: not JSON: {e}"))
         };
-        let text = match tokio::time::timeout(TIMEOUT, asked).await {
+        let text = match tokio::time::timeout(within, asked).await {
             Ok(r) => r,
-            Err(_) => Err(format!("GET {url}: no answer within {TIMEOUT:?}")),
+            Err(_) => Err(format!("GET {url}: no answer within {within:?}")),
         };
         text.map_err(|e| match &self.login.password {
             Some(p) if !p.is_empty() => e.replace(p.as_str(), "***"),
@@ -230,6 +297,31 @@ pub(super) fn nodes_text(nodes: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_other_nodes_management_apis_are_guessed_only_beside_the_amqp_url() {
+        let o = RabbitOptions {
+            url: "amqp://guest:guest@10.0.0.1:5672/%2f".into(),
+            nodes: vec![
+                "amqp://guest:guest@10.0.0.2:5672/%2f".into(),
+                "amqp://guest:guest@10.0.0.3:5672/%2f".into(),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            bases(&o, "http://10.0.0.1:15672"),
+            [
+                "http://10.0.0.1:15672",
+                "http://10.0.0.2:15672",
+                "http://10.0.0.3:15672"
+            ]
+        );
+        assert_eq!(
+            bases(&o, "https://mgmt.internal:443/rabbit"),
+            ["https://mgmt.internal:443/rabbit"],
+            "a management URL elsewhere is the only one asked"
+        );
+    }
 
     #[test]
     fn quorum_leaders_classic_nodes_and_the_unlisted() {

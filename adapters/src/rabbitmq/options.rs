@@ -106,6 +106,9 @@ pub struct RabbitOptions {
     /// nodes (and, for quorum queues, the first queue's members) in the provenance, and
     /// reset lists the run's queues and exchanges through it (in the URL's vhost)
     /// instead of with `rabbitmqctl`. An `https://` URL is checked with `rabbitmq.tls`.
+    /// When its host is `url`'s, the other nodes' APIs are taken to be at the same
+    /// scheme and port on each of `nodes`' hosts, and asked when this one does not
+    /// answer (a node that is down).
     pub management_url: String,
 }
 
