@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::cluster::{NatsCluster, TestHosts};
+use support::cluster::Cluster;
 use support::victims::need;
 use support::{run_raw, scenario, u};
 
@@ -67,7 +67,7 @@ struct Watched {
 
 /// Watch the hosts until `stop`: a node whose namespace holds the harness's table
 /// with every other node's address in it is the isolated one; try its links.
-fn watch(hosts: &TestHosts, port: u16, stop: &AtomicBool, seen: &Mutex<Watched>) {
+fn watch(hosts: &Cluster, port: u16, stop: &AtomicBool, seen: &Mutex<Watched>) {
     while !stop.load(Ordering::Relaxed) {
         for (i, h) in hosts.hosts.iter().enumerate() {
             let out = std::process::Command::new("ip")
@@ -102,7 +102,7 @@ fn watch(hosts: &TestHosts, port: u16, stop: &AtomicBool, seen: &Mutex<Watched>)
 
 /// A cell with a watcher beside it.
 fn watched_cell(
-    hosts: &TestHosts,
+    hosts: &Cluster,
     port: u16,
     scn: &str,
     sets: &[String],
@@ -180,16 +180,16 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
     let _g = support::serial();
     let Some(c) = need(
         "a NATS cluster of the test's own (root, iproute2, nftables)",
-        NatsCluster::start(21),
+        Cluster::up("nats", 21),
     ) else {
         return;
     };
     let (code, r, text, _tmp, seen) = watched_cell(
-        &c.hosts,
+        &c,
         4222,
         "nats-smoke.yaml",
         &[
-            format!("nats.url={}", c.url()),
+            format!("nats.url={}", c.nats_url()),
             "nats.replicas=3".into(),
             "nats.ack_wait=5s".into(),
             "properties=8".into(),
@@ -199,7 +199,7 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
             "drain.max=60s".into(),
             "accept=at-least-once".into(),
             "held.exploratory=true".into(),
-            format!("cluster={}", c.cluster_yaml()),
+            format!("cluster={}", c.yaml()),
             "faults=[{kind: partition, at: 5s, duration: 8s, params: {isolate: leader}}]".into(),
         ],
     );
@@ -246,5 +246,76 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
         Some(true),
         "{}",
         r["provenance"]
+    );
+}
+
+/// RabbitMQ quorum queues on three nodes (`pause_minority`): the node leading the
+/// most queues is cut off for 8 s and healed. The loader's connections start on
+/// every node; those on the cut node are closed when it pauses and reconnect to
+/// another. What quorum queues promise: nothing acknowledged (confirmed) is lost.
+#[test]
+fn real_cluster_rabbit_quorum_minority_partition_of_the_leader() {
+    let _g = support::serial();
+    let Some(c) = need(
+        "a RabbitMQ cluster of the test's own (root, iproute2, nftables)",
+        Cluster::up("rabbitmq", 22),
+    ) else {
+        return;
+    };
+    let (code, r, text, _tmp, seen) = watched_cell(
+        &c,
+        5672,
+        "rabbit-smoke.yaml",
+        &[
+            format!("rabbitmq.url={}", c.amqp_url(0)),
+            format!("rabbitmq.nodes=[{}, {}]", c.amqp_url(1), c.amqp_url(2)),
+            format!("rabbitmq.management_url={}", c.management_url(1)),
+            "rabbitmq.queue_type=quorum".into(),
+            "rabbitmq.publish_channels=4".into(),
+            "properties=8".into(),
+            "rate=100".into(),
+            "warmup=2s".into(),
+            "duration=20s".into(),
+            "drain.max=60s".into(),
+            "accept=at-least-once".into(),
+            "held.exploratory=true".into(),
+            format!("cluster={}", c.yaml()),
+            "faults=[{kind: partition, at: 5s, duration: 8s, params: {isolate: leader}}]".into(),
+        ],
+    );
+    let t = &r["verdict"]["totals"];
+    let cl = &r["faults"]["cluster"];
+    eprintln!(
+        "rabbit quorum leader partition: exit {code} outcome {} lost_acked {} duplicates {} served {} unavailability {} recovery {} leader changes {} reconnects {} cut {}",
+        r["outcome"], t["lost_acked"], t["duplicates"], r["load"]["served_in_window"],
+        r["faults"]["figures"]["unavailability_ms"], r["faults"]["figures"]["recovery"],
+        cl["leader_changes"].as_array().map_or(0, Vec::len),
+        r["faults"]["figures"]["reconnects"],
+        r["faults"]["events"][0]["detail"]
+    );
+    assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
+    assert_cut_and_heal(&r, &seen);
+    assert_eq!(
+        u(&t["lost_acked"]),
+        0,
+        "quorum queues lost confirmed messages: {}",
+        show(&r)
+    );
+    assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));
+    let replicas = cl["replicas"].as_object().expect("replicas");
+    assert!(!replicas.is_empty(), "{cl}");
+    assert!(
+        replicas
+            .values()
+            .all(|r| r.as_array().map(Vec::len) == Some(3)),
+        "{cl}"
+    );
+    assert!(
+        cl["seconds"]
+            .as_array()
+            .expect("seconds")
+            .iter()
+            .any(|s| !s["leaders"].as_object().unwrap().is_empty()),
+        "{cl}"
     );
 }

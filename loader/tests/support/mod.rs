@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod cluster;
 pub mod secrets;
 #[path = "../../../adapters/tests/support/services.rs"]
 mod services;
-pub mod cluster;
 pub mod victims;
 pub use services::{absent, queen_url, reachable, skipped, unavailable};
 
