@@ -428,13 +428,11 @@ fn cluster_fault(
                 ));
             }
         }
-        FaultKind::Heal => {
-            if *p != FaultParams::default() || !f.duration.0.is_zero() {
-                return Err(invalid(
-                    &field("params"),
-                    "heal takes no params and no duration: it ends every partition",
-                ));
-            }
+        FaultKind::Heal if *p != FaultParams::default() || !f.duration.0.is_zero() => {
+            return Err(invalid(
+                &field("params"),
+                "heal takes no params and no duration: it ends every partition",
+            ));
         }
         FaultKind::KillLeader => {
             if !p.isolate.is_empty() || !p.sides.is_empty() {
