@@ -145,6 +145,9 @@ struct Shared {
     /// Partitions cut and not yet healed (schedule indexes): a heal ends their spans,
     /// and the end of the cell heals them.
     cut: Mutex<Vec<usize>>,
+    /// Nodes a `kill-leader` killed and has not restarted: a heal does not expect
+    /// them to answer.
+    down: Mutex<Vec<String>>,
 }
 
 /// The faults of a cell, running.
@@ -379,25 +382,45 @@ impl Ctx {
         let cut = std::mem::take(&mut *self.shared.cut.lock());
         let commands = network::heal(cluster, self.spec.command_timeout.0).await;
         let seen = network::check(cluster, &[]).await;
-        let healed = seen.all_connect();
+        let down = self.shared.down.lock().clone();
+        // Pairs that should connect again: neither end is a node a fault keeps down.
+        let refused: Vec<&String> = seen
+            .within_refused
+            .iter()
+            .filter(|p| {
+                !down
+                    .iter()
+                    .any(|d| p.starts_with(&format!("{d} -> ")) || p.contains(&format!(" -> {d} ")))
+            })
+            .collect();
+        let healed = refused.is_empty() && seen.errors.is_empty();
+        let ineffective = (!healed).then(|| {
+            format!(
+                "the heal did not join the nodes again: {}",
+                refused
+                    .iter()
+                    .map(|s| s.as_str())
+                    .chain(seen.errors.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
         let t = self.log_cluster(
             "heal",
             ClusterEvent {
                 commands,
-                detail: Some(if healed {
+                detail: Some(if !healed {
+                    "not every node reaches every other".into()
+                } else if down.is_empty() {
                     "every node reaches every other".into()
                 } else {
                     format!(
-                        "not every node reaches every other: {}",
-                        seen.within_refused
-                            .iter()
-                            .chain(&seen.errors)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "every node reaches every other but {} (down)",
+                        down.join(", ")
                     )
                 }),
                 connectivity: Some(seen),
+                ineffective,
                 ..Default::default()
             },
         );
@@ -438,6 +461,9 @@ impl Ctx {
                 s.error.clone().unwrap_or_default()
             )
         });
+        if !s.pids.is_empty() {
+            self.shared.down.lock().push(node.name.clone());
+        }
         let t = self.log_cluster(
             "sigkill",
             ClusterEvent {
@@ -454,6 +480,9 @@ impl Ctx {
             // Down for `duration`, or until the cell ends: brought back either way.
             self.hold(self.spec.duration.0).await;
             let out = run_command(&node.restart, timeout).await;
+            if out.ok() {
+                self.shared.down.lock().retain(|d| *d != node.name);
+            }
             let t = self.log_cluster(
                 "restart",
                 ClusterEvent {
