@@ -40,6 +40,11 @@ done
 # libssl-dev: librdkafka is built with SSL (and SASL PLAIN/SCRAM) against the system's
 # OpenSSL, the one C TLS library in the build.
 dpkg -s libssl-dev >/dev/null 2>&1 || need_pkgs+=(libssl-dev)
+# iproute2 and nftables: the cluster tests put each node on a test host of its own (a
+# network namespace) and cut the network between them (scripts/cluster.sh,
+# loader/tests/cluster_real.rs).
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+command -v nft >/dev/null 2>&1 || need_pkgs+=(nftables)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   step "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
