@@ -14,6 +14,7 @@ pub mod lanes;
 pub mod nap;
 pub mod options;
 #[cfg(feature = "postgres")]
+pub mod percent;
 pub mod pg_settings;
 pub mod placement;
 pub mod provenance;

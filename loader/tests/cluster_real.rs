@@ -31,16 +31,32 @@ fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
         Ok(t) => serde_json::from_str(&t).unwrap(),
         Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
     };
-    if let Ok(keep) = std::env::var("CROSSBENCH_TEST_KEEP") {
-        let to = std::path::Path::new(&keep).join(r["name"].as_str().unwrap_or("cell"));
-        let _ = std::fs::create_dir_all(&keep);
-        let _ = std::process::Command::new("cp")
-            .arg("-r")
-            .arg(tmp.path().join("cell"))
-            .arg(&to)
-            .status();
-    }
+    support::keep(&tmp, &r);
     (code, r, text, tmp)
+}
+
+/// What every cell here shares: a small pipeline (8 keys, 100 ev/s), a short
+/// warm-up, a drain long enough for the cluster to recover, duplicates allowed
+/// (at-least-once: a redelivery after a lost acknowledgement is not a fault), and a
+/// load that is exploratory (a cut cluster cannot hold it).
+fn cell_sets(system_sets: &[String], duration: &str, cluster: &str, faults: &str) -> Vec<String> {
+    [
+        "properties=8",
+        "rate=100",
+        "warmup=2s",
+        "drain.max=40s",
+        "accept=at-least-once",
+        "held.exploratory=true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(system_sets.iter().cloned())
+    .chain([
+        format!("duration={duration}"),
+        format!("cluster={cluster}"),
+        format!("faults={faults}"),
+    ])
+    .collect()
 }
 
 /// The figures a failed assertion shows.
@@ -190,20 +206,16 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
         &c,
         4222,
         "nats-smoke.yaml",
-        &[
-            format!("nats.url={}", c.nats_url()),
-            "nats.replicas=3".into(),
-            "nats.ack_wait=5s".into(),
-            "properties=8".into(),
-            "rate=100".into(),
-            "warmup=2s".into(),
-            "duration=18s".into(),
-            "drain.max=40s".into(),
-            "accept=at-least-once".into(),
-            "held.exploratory=true".into(),
-            format!("cluster={}", c.yaml()),
-            "faults=[{kind: partition, at: 3s, duration: 8s, params: {isolate: leader}}]".into(),
-        ],
+        &cell_sets(
+            &[
+                format!("nats.url={}", c.nats_url()),
+                "nats.replicas=3".into(),
+                "nats.ack_wait=5s".into(),
+            ],
+            "18s",
+            &c.yaml(),
+            "[{kind: partition, at: 3s, duration: 8s, params: {isolate: leader}}]",
+        ),
     );
     let t = &r["verdict"]["totals"];
     let cl = &r["faults"]["cluster"];
@@ -235,6 +247,13 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
     );
     let seconds = cl["seconds"].as_array().expect("seconds");
     assert!(seconds.len() >= 18, "{} seconds", seconds.len());
+    // The majority elected new leaders, and the record saw them change.
+    assert!(
+        cl["leader_changes"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty()),
+        "{cl}"
+    );
     assert!(
         seconds
             .iter()
@@ -271,22 +290,19 @@ fn real_cluster_rabbit_quorum_minority_partition_of_the_leader_then_kill_leader(
         &c,
         5672,
         "rabbit-smoke.yaml",
-        &[
-            format!("rabbitmq.url={}", c.amqp_url(0)),
-            format!("rabbitmq.nodes=[{}, {}]", c.amqp_url(1), c.amqp_url(2)),
-            format!("rabbitmq.management_url={}", c.management_url(1)),
-            "rabbitmq.queue_type=quorum".into(),
-            "rabbitmq.publish_channels=4".into(),
-            "properties=8".into(),
-            "rate=100".into(),
-            "warmup=2s".into(),
-            "duration=18s".into(),
-            "drain.max=40s".into(),
-            "accept=at-least-once".into(),
-            "held.exploratory=true".into(),
-            format!("cluster={}", c.yaml()),
-            "faults=[{kind: partition, at: 3s, duration: 6s, params: {isolate: leader}}, {kind: kill-leader, at: 11s, duration: 3s}]".into(),
-        ],
+        &cell_sets(
+            &[
+                format!("rabbitmq.url={}", c.amqp_url(0)),
+                format!("rabbitmq.nodes=[{}, {}]", c.amqp_url(1), c.amqp_url(2)),
+                format!("rabbitmq.management_url={}", c.management_url(1)),
+                "rabbitmq.queue_type=quorum".into(),
+                "rabbitmq.publish_channels=4".into(),
+                "rabbitmq.cost_snapshot=false".into(),
+            ],
+            "18s",
+            &c.yaml(),
+            "[{kind: partition, at: 3s, duration: 6s, params: {isolate: leader}}, {kind: kill-leader, at: 11s, duration: 3s}]",
+        ),
     );
     let t = &r["verdict"]["totals"];
     let cl = &r["faults"]["cluster"];
@@ -345,6 +361,21 @@ fn real_cluster_rabbit_quorum_minority_partition_of_the_leader_then_kill_leader(
             .expect("seconds")
             .iter()
             .any(|s| !s["leaders"].as_object().unwrap().is_empty()),
+        "{cl}"
+    );
+    // The loader's connections were spread over the nodes (consumer connection i
+    // starts on node i mod 3), as the management API named them.
+    let on = cl["per_node"]
+        .as_object()
+        .expect("per_node")
+        .values()
+        .filter(|n| u(&n["connection_seconds"]) > 0)
+        .count();
+    assert!(on >= 2, "connections on {on} node(s): {cl}");
+    assert!(
+        cl["leader_changes"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty()),
         "{cl}"
     );
 }

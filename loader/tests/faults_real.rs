@@ -32,27 +32,8 @@ fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
         Ok(t) => serde_json::from_str(&t).unwrap(),
         Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
     };
-    keep(&tmp, &r);
+    support::keep(&tmp, &r);
     (code, r, text, tmp)
-}
-
-/// To read a record after the test: `CROSSBENCH_TEST_KEEP=<dir>` keeps a copy.
-fn keep(tmp: &tempfile::TempDir, r: &Value) {
-    if let Ok(keep) = std::env::var("CROSSBENCH_TEST_KEEP") {
-        let name = format!(
-            "{}-{}",
-            r["name"].as_str().unwrap_or("cell"),
-            tmp.path().file_name().unwrap().to_string_lossy()
-        );
-        let to = std::path::Path::new(&keep).join(name);
-        let _ = std::fs::create_dir_all(&keep);
-        let _ = std::process::Command::new("cp")
-            .arg("-r")
-            .arg(tmp.path().join("cell"))
-            .arg(&to)
-            .status();
-        eprintln!("record kept in {}", to.display());
-    }
 }
 
 /// [`cell`] through the `crossbench` binary: for what only a process of its own shows
@@ -84,7 +65,7 @@ fn cell_binary(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::Tem
         Ok(t) => serde_json::from_str(&t).unwrap(),
         Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
     };
-    keep(&tmp, &r);
+    support::keep(&tmp, &r);
     (code, r, text, tmp)
 }
 

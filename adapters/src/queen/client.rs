@@ -42,17 +42,7 @@ pub(crate) struct Client {
 }
 
 /// Percent-encode one URL path segment or query value.
-pub(crate) fn encode(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub(crate) use crate::percent::segment as encode;
 
 /// An answer whose body says it failed, although the status was 2xx.
 pub(crate) fn body_error(op: &str, error: &str) -> Failure {
@@ -273,12 +263,6 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encodes_path_segments() {
-        assert_eq!(encode("cm-ota.sync_1"), "cm-ota.sync_1");
-        assert_eq!(encode("a/b c"), "a%2Fb%20c");
-    }
 
     #[tokio::test]
     async fn unreachable_server_is_a_connection_error() {

@@ -332,19 +332,8 @@ pub fn percent_decoded(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One path segment: everything but RFC 3986's unreserved characters escaped (the
-/// vhost `/` is `%2F` in a management API path).
-pub fn path_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+/// One path segment (the vhost `/` is `%2F` in a management API path).
+pub use crate::percent::segment as path_segment;
 
 impl crate::options::Section for RabbitOptions {
     fn validate(&self) -> Result<(), OptionsError> {

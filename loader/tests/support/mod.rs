@@ -291,3 +291,23 @@ pub fn run_passing(scn: &Path, sets: &[&str]) -> (Value, tempfile::TempDir) {
     assert_clean_pass(&r);
     (r, tmp)
 }
+
+/// To read a record after the test: `CROSSBENCH_TEST_KEEP=<dir>` keeps a copy of the
+/// cell's directory under `tmp` (named after the cell and the temporary directory).
+pub fn keep(tmp: &tempfile::TempDir, r: &Value) {
+    if let Ok(keep) = std::env::var("CROSSBENCH_TEST_KEEP") {
+        let name = format!(
+            "{}-{}",
+            r["name"].as_str().unwrap_or("cell"),
+            tmp.path().file_name().unwrap().to_string_lossy()
+        );
+        let to = std::path::Path::new(&keep).join(name);
+        let _ = std::fs::create_dir_all(&keep);
+        let _ = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(tmp.path().join("cell"))
+            .arg(&to)
+            .status();
+        eprintln!("record kept in {}", to.display());
+    }
+}
