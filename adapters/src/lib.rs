@@ -13,8 +13,8 @@ pub mod error;
 pub mod lanes;
 pub mod nap;
 pub mod options;
-#[cfg(feature = "postgres")]
 pub mod percent;
+#[cfg(feature = "postgres")]
 pub mod pg_settings;
 pub mod placement;
 pub mod provenance;

@@ -103,6 +103,75 @@ pub struct CellResult {
     /// Stream cells: failed push, pop and ack calls (each retried).
     #[serde(default)]
     pub errors: Option<Errors>,
+    /// Cells with faults: what was injected and what it did (docs/record.md, `faults`).
+    #[serde(default)]
+    pub faults: Option<Faults>,
+}
+
+/// `faults` (cells with a `faults:` or `proxy:` section), as far as the reports read it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Faults {
+    pub schedule: Vec<FaultSpec>,
+    pub events: Vec<FaultEvent>,
+    pub figures: FaultFigures,
+    /// Cells with a `cluster:` section.
+    pub cluster: Option<FaultCluster>,
+}
+
+/// One fault of `faults.schedule`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FaultSpec {
+    pub kind: String,
+    /// As written (`5s`).
+    pub at: String,
+    pub duration: String,
+    pub params: serde_json::Value,
+}
+
+/// One of `faults.events`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FaultEvent {
+    pub fault: usize,
+    pub action: String,
+    pub at_ms: i64,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+    pub ineffective: Option<String>,
+}
+
+/// `faults.figures`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FaultFigures {
+    pub unavailability_ms: Unavailability,
+    pub recovery: Vec<Recovery>,
+    pub reconnects: u64,
+}
+
+/// `faults.figures.unavailability_ms`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Unavailability {
+    pub publish_ms: i64,
+    pub delivery_ms: i64,
+}
+
+/// One of `faults.figures.recovery`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Recovery {
+    pub time_to_recover_ms: Option<i64>,
+    pub note: Option<String>,
+}
+
+/// `faults.cluster`, as far as the reports read it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FaultCluster {
+    pub leader_changes: Vec<serde_json::Value>,
 }
 
 /// A block read typed and kept as written: [`Kept::typed`] for reading it,

@@ -15,6 +15,8 @@ pub enum TableKind {
     Cost,
     Ceiling,
     Cardinality,
+    /// What each cell's faults did (only asked for by name: `all` leaves it out).
+    Faults,
     All,
 }
 
@@ -60,6 +62,9 @@ pub fn table(
     }
     if matches!(kind, TableKind::Cardinality | TableKind::All) {
         tables.push(cardinality::build(&records));
+    }
+    if kind == TableKind::Faults {
+        tables.push(crate::faults_table::build(&records));
     }
     Ok(tables
         .iter()

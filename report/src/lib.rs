@@ -14,6 +14,7 @@ pub mod comparability;
 pub mod compare;
 pub mod cost_table;
 pub mod error;
+pub mod faults_table;
 pub mod findings;
 pub mod fit;
 pub mod format;

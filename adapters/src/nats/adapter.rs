@@ -77,6 +77,10 @@ struct Stats {
     /// Redeliveries of messages this lane had already acked (their ack wait ran out
     /// while they waited in the client): acked again, not handed.
     stale_redeliveries: Counter,
+    /// First deliveries that came after later messages of their lane had been
+    /// acked (a delivery lost in flight, in a failover, and redelivered after its ack
+    /// wait): handed, out of order ([`AckedSeqs`]).
+    late_deliveries: Counter,
     naks: Counter,
     errors: CounterMap,
 }
@@ -336,6 +340,7 @@ impl NatsBroker {
         // is the server's redelivery of an acked message whose ack wait ran out while
         // it waited in the client (acked again, never handed twice).
         let mut floor: u64 = 0;
+        let mut acked = AckedSeqs::default();
         'outer: loop {
             let messages = c
                 .stream()
@@ -404,11 +409,14 @@ impl NatsBroker {
                 let mut defer = Vec::new();
                 for (m, seq, delivered) in got {
                     if seq != 0 && seq <= floor && !waiting.contains(&seq) {
-                        self.stats.stale_redeliveries.inc();
-                        if let Err(e) = m.ack().await {
-                            self.stats.error("ack", &classify(e.to_string()));
+                        if acked.contains(seq) {
+                            self.stats.stale_redeliveries.inc();
+                            if let Err(e) = m.ack().await {
+                                self.stats.error("ack", &classify(e.to_string()));
+                            }
+                            continue;
                         }
-                        continue;
+                        self.stats.late_deliveries.inc();
                     }
                     let in_order = waiting.first().is_none_or(|&w| seq <= w);
                     if defer.is_empty() && in_order {
@@ -481,6 +489,9 @@ impl NatsBroker {
                             if let Some(top) = run.iter().map(|(_, seq, _)| *seq).max() {
                                 floor = floor.max(top);
                             }
+                            for (_, seq, _) in run {
+                                acked.insert(*seq);
+                            }
                         }
                         Disposition::Refuse => {
                             counters.refused.add(n);
@@ -516,6 +527,34 @@ impl NatsBroker {
         if let Err(e) = m.ack_with(AckKind::Nak(Some(delay))).await {
             self.stats.error("nak", &classify(e.to_string()));
         }
+    }
+}
+
+/// The stream sequences a lane acked most recently, at most [`AckedSeqs::KEPT`]. A
+/// delivery at or below the lane's highest acked sequence is either a redelivery of a
+/// message the lane acked (its ack wait ran out while it waited in the client: acked
+/// again, never handed twice) or a first delivery that came late, after later ones:
+/// one lost in flight in a failover and redelivered after its ack wait. Only the
+/// sequences kept here tell them apart; one that is not here is handed (out of order,
+/// counted as `late_deliveries`), never dropped: a redelivery older than the kept
+/// window is then a duplicate the checker counts, not a message silently acked away.
+#[derive(Debug, Default)]
+struct AckedSeqs {
+    set: BTreeSet<u64>,
+}
+
+impl AckedSeqs {
+    const KEPT: usize = 4096;
+
+    fn insert(&mut self, seq: u64) {
+        self.set.insert(seq);
+        while self.set.len() > Self::KEPT {
+            self.set.pop_first();
+        }
+    }
+
+    fn contains(&self, seq: u64) -> bool {
+        self.set.contains(&seq)
     }
 }
 
@@ -1079,6 +1118,23 @@ mod tests {
         assert_ne!(a, message_id("t", "p2", b"x"));
         assert_ne!(a, message_id("t", "p1", b"y"));
         assert_eq!(a.len(), 32);
+    }
+
+    #[test]
+    fn a_lane_remembers_its_recent_acks_and_nothing_older() {
+        let mut a = AckedSeqs::default();
+        for s in 1..=(AckedSeqs::KEPT as u64 + 10) {
+            if s != 44 {
+                a.insert(s);
+            }
+        }
+        // 44 was never acked: whatever the floor, it is not stale.
+        assert!(!a.contains(44));
+        assert!(a.contains(AckedSeqs::KEPT as u64 + 10));
+        // The oldest fell out of the window (handed again if redelivered: a counted
+        // duplicate, never a drop).
+        assert!(!a.contains(1));
+        assert_eq!(a.set.len(), AckedSeqs::KEPT);
     }
 
     #[test]

@@ -28,6 +28,9 @@ enum TableChoice {
     Cost,
     Ceiling,
     Cardinality,
+    /// What each cell's faults did (lost, duplicates, unavailability, recovery,
+    /// leader changes); not part of `all`.
+    Faults,
     All,
 }
 
@@ -119,6 +122,7 @@ pub fn table(a: TableArgs) -> anyhow::Result<crate::cli::exit::Exit> {
         TableChoice::Cost => TableKind::Cost,
         TableChoice::Ceiling => TableKind::Ceiling,
         TableChoice::Cardinality => TableKind::Cardinality,
+        TableChoice::Faults => TableKind::Faults,
         TableChoice::All => TableKind::All,
     };
     let format = match a.format {
