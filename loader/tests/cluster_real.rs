@@ -19,20 +19,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::cluster::Cluster;
+use support::u;
 use support::victims::need;
-use support::{run_raw, scenario, u};
 
 /// Run a cell, returning (exit code, result.json, console text, dir holder).
 fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    let (code, text, tmp) = run_raw(&scenario(scn), &support::relaxed(&sets));
-    let path = tmp.path().join("cell/result.json");
-    let r: Value = match std::fs::read_to_string(&path) {
-        Ok(t) => serde_json::from_str(&t).unwrap(),
-        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
-    };
-    support::keep(&tmp, &r);
-    (code, r, text, tmp)
+    support::run_cell(scn, &sets)
 }
 
 /// What every cell here shares: a small pipeline (8 keys, 100 ev/s), a short

@@ -16,7 +16,7 @@ mod support;
 
 use serde_json::Value;
 use support::victims::{need, PgCluster, RabbitNode, Tansu};
-use support::{run_raw, scenario, u};
+use support::{scenario, u};
 
 /// The scenarios' warm-ups (3–5 s) shortened: the figures after a fault are judged
 /// against the rated window before it, which every fault here leaves ≥ 5 s of.
@@ -24,16 +24,11 @@ const SHORT_WARMUP: &str = "warmup=2s";
 
 /// Run a cell, returning (exit code, result.json, console text, dir holder).
 fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
-    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    let sets: Vec<&str> = [SHORT_WARMUP].into_iter().chain(sets).collect();
-    let (code, text, tmp) = run_raw(&scenario(scn), &support::relaxed(&sets));
-    let path = tmp.path().join("cell/result.json");
-    let r: Value = match std::fs::read_to_string(&path) {
-        Ok(t) => serde_json::from_str(&t).unwrap(),
-        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
-    };
-    support::keep(&tmp, &r);
-    (code, r, text, tmp)
+    let sets: Vec<&str> = [SHORT_WARMUP]
+        .into_iter()
+        .chain(sets.iter().map(String::as_str))
+        .collect();
+    support::run_cell(scn, &sets)
 }
 
 /// [`cell`] through the `crossbench` binary: for what only a process of its own shows

@@ -311,3 +311,18 @@ pub fn keep(tmp: &tempfile::TempDir, r: &Value) {
         eprintln!("record kept in {}", to.display());
     }
 }
+
+/// Run `scenarios/<scn>` in this process with `sets` (relaxed, [`relaxed`]), its
+/// record kept on request ([`keep`]): (exit code, result.json, console text, the
+/// temporary directory that holds `cell`). A cell that wrote no result.json fails the
+/// test with its console text.
+pub fn run_cell(scn: &str, sets: &[&str]) -> (i32, Value, String, tempfile::TempDir) {
+    let (code, text, tmp) = run_raw(&scenario(scn), &relaxed(sets));
+    let path = tmp.path().join("cell/result.json");
+    let r: Value = match std::fs::read_to_string(&path) {
+        Ok(t) => serde_json::from_str(&t).unwrap(),
+        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
+    };
+    keep(&tmp, &r);
+    (code, r, text, tmp)
+}
