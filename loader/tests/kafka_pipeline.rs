@@ -1,5 +1,6 @@
 //! The twelve-stream pipeline on a real Kafka-protocol broker through the real binary:
-//! the smoke cell (R = 200, P = 50, 20 s) ends PASS in both durability tiers.
+//! the smoke cell (R = 200, P = 50, its window cut to 8 s) ends PASS in both
+//! durability tiers.
 //!
 //! Needs a broker on 127.0.0.1:9092 (scripts/provision/tansu.sh). When it is not
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
@@ -30,7 +31,12 @@ fn run_cell(tier: &str) {
     // Topics of their own per tier: tansu 0.6.0's SQLite storage has panicked when
     // topics were deleted and recreated under the same names (compose/kafka).
     let prefix_set = format!("prefix=cbt-{tier}-");
-    let (r, _tmp) = run_passing(Path::new(SCENARIO), &[&tier_set, &prefix_set]);
+    // The scenario's 20 s window shortened to 8 s: what is tested is that the
+    // pipeline passes on the broker in each tier, not a figure of the window.
+    let (r, _tmp) = run_passing(
+        Path::new(SCENARIO),
+        &[&tier_set, &prefix_set, "duration=8s"],
+    );
     assert_eq!(r["system"], "kafka");
     assert_eq!(r["variant"], "partition-dispatch");
     assert_eq!(r["durability"], tier);

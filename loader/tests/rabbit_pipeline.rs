@@ -1,5 +1,5 @@
 //! The twelve-stream pipeline on a real RabbitMQ through the real binary: the smoke
-//! cell (R = 200, P = 50, 10 s rated) ends PASS in each idiom x queue type, and a run
+//! cell (R = 200, P = 50, 6 s rated) ends PASS in each idiom x queue type, and a run
 //! whose connections are closed from the server side mid-run still PASSes.
 //!
 //! Needs RabbitMQ on 127.0.0.1:5672 (scripts/provision/rabbitmq.sh). When it is not
@@ -36,12 +36,12 @@ fn run_cell(idiom: &str, queue_type: &str) {
     let qt_set = format!("rabbitmq.queue_type={queue_type}");
     // 10 lanes per topic (120 lane queues): quorum queues are Raft groups, and
     // hundreds of them at once stall a 2-core node; P = 50 keys hash onto them.
-    // 10 s rated, not the scenario's 20: four cells, and the test asks for PASS in each
+    // 6 s rated, not the scenario's 20: four cells, and the test asks for PASS in each
     // idiom and queue type, not for a long window (the README's test command has a
     // 30-minute budget).
     let (r, tmp) = run_passing(
         Path::new(SCENARIO),
-        &[&idiom_set, &qt_set, "lanes=10", "duration=10s"],
+        &[&idiom_set, &qt_set, "lanes=10", "duration=6s"],
     );
     let out = tmp.path().join("cell");
     assert_eq!(r["system"], "rabbitmq");
