@@ -8,7 +8,7 @@
 //!
 //! Every test's name starts with `real_fault_`, to select them (`cargo test
 //! real_fault_`). They run in the README's test command with the rest, one cell at a
-//! time: about 4.5 minutes together. (Run beside the rest under a lock of their own
+//! time: about 3.5 minutes together. (Run beside the rest under a lock of their own
 //! they saved that time, but their load made the timing-sensitive tests on the control
 //! broker flaky: the A/A gate's confirmation stage, which VOID reason fires first.)
 
