@@ -577,20 +577,9 @@ impl PgmqBroker {
         let mut err_backoff = Duration::from_millis(50);
         let counters = &s.counters;
         loop {
-            // Capacity first: at least one message, at most qty.
-            let first = tokio::select! {
-                _ = s.stop.cancelled() => break,
-                p = s.cap.clone().acquire_owned() => p.expect("never closed"),
+            let Some(got) = take_capacity(&s.cap, s.qty, &s.stop).await else {
+                break;
             };
-            first.forget();
-            let mut got = 1usize;
-            let extra = s.cap.available_permits().min(s.qty - 1);
-            if extra > 0 {
-                if let Ok(p) = s.cap.try_acquire_many(extra as u32) {
-                    p.forget();
-                    got += extra;
-                }
-            }
             let read = self.read(&s.pool, &s.queue, got as i32).await;
             let mut rows = match read {
                 Ok(rows) => {
@@ -769,6 +758,31 @@ impl PgmqBroker {
             s.cap.add_permits(n_all);
         }
     }
+}
+
+/// A reader's capacity before a read: at least one message (waiting for it, or for
+/// `stop`: then `None`), at most `qty`, as much as is free. The permits are forgotten:
+/// whoever deletes or gives back the rows adds them again. The adapter's readers and
+/// the bare loop's take it the same way.
+pub(super) async fn take_capacity(
+    cap: &Semaphore,
+    qty: usize,
+    stop: &CancellationToken,
+) -> Option<usize> {
+    let first = tokio::select! {
+        _ = stop.cancelled() => return None,
+        p = cap.acquire() => p.expect("never closed"),
+    };
+    first.forget();
+    let mut got = 1usize;
+    let extra = cap.available_permits().min(qty.saturating_sub(1));
+    if extra > 0 {
+        if let Ok(p) = cap.try_acquire_many(extra as u32) {
+            p.forget();
+            got += extra;
+        }
+    }
+    Some(got)
 }
 
 /// What a reader shares with its stream.

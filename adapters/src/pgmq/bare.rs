@@ -24,7 +24,7 @@ use sqlx::PgPool;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::adapter::{ack_sql, read_sql, GROUP_HEADER};
+use super::adapter::{ack_sql, read_sql, take_capacity, GROUP_HEADER};
 use super::options::redact_dsn;
 use super::{PgmqBroker, PgmqOptions};
 use crate::bare::{BareClient, BareCounters, BarePlan};
@@ -92,19 +92,9 @@ impl PgmqBare {
     ) {
         let mut backoff = self.o.empty_backoff;
         loop {
-            let first = tokio::select! {
-                _ = stop.cancelled() => break,
-                p = cap.acquire() => p.expect("never closed"),
+            let Some(got) = take_capacity(cap, self.qty as usize, stop).await else {
+                break;
             };
-            first.forget();
-            let mut got = 1usize;
-            let extra = cap.available_permits().min(self.qty as usize - 1);
-            if extra > 0 {
-                if let Ok(p) = cap.try_acquire_many(extra as u32) {
-                    p.forget();
-                    got += extra;
-                }
-            }
             let rows: Result<Vec<Row>, _> = sqlx::query_as(read_sql(self.o.read_fn))
                 .bind(&self.queue)
                 .bind(self.o.vt_secs())
