@@ -56,11 +56,7 @@ fn cell_binary(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::Tem
         String::from_utf8_lossy(&o.stderr)
     );
     let code = o.status.code().unwrap_or(-1);
-    let r: Value = match std::fs::read_to_string(out.join("result.json")) {
-        Ok(t) => serde_json::from_str(&t).unwrap(),
-        Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
-    };
-    support::keep(&tmp, &r);
+    let r = support::kept_result(&tmp, code, &text);
     (code, r, text, tmp)
 }
 

@@ -233,11 +233,7 @@ fn assert_merged_is_the_sum(records: &[Value], m: &Value) {
 #[test]
 fn two_loaders_share_one_rabbitmq_topology_and_merge_into_one_cell() {
     let _g = support::serial();
-    if !reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    ) {
+    if !support::rabbitmq() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -10,16 +10,12 @@ mod support;
 
 use std::path::Path;
 
-use support::{reachable, run_passing, serial, stream_sum, summary};
+use support::{run_passing, serial, stream_sum, summary};
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/kafka-smoke.yaml");
 
 fn kafka_available() -> bool {
-    reachable(
-        "127.0.0.1:9092",
-        "a Kafka-protocol broker",
-        "scripts/provision/tansu.sh",
-    )
+    support::kafka()
 }
 
 fn run_cell(tier: &str) {

@@ -14,7 +14,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use support::{reachable, run_passing, serial, stream_sum};
+use support::{run_passing, serial, stream_sum};
 
 fn scenario(name: &str) -> String {
     format!("{}/../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -60,11 +60,7 @@ fn stream(system: &str, sets: &[&str]) -> Value {
 #[cfg(feature = "nats")]
 #[test]
 fn nats_pipeline_and_stream_cells_pass() {
-    if !reachable(
-        "127.0.0.1:4222",
-        "NATS (JetStream)",
-        "scripts/provision/nats.sh",
-    ) {
+    if !support::nats() {
         return;
     }
     let _one = serial();
@@ -91,7 +87,7 @@ fn nats_pipeline_and_stream_cells_pass() {
 #[cfg(feature = "redis")]
 #[test]
 fn redis_pipeline_and_stream_cells_pass_and_record_the_found_tier() {
-    if !reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh") {
+    if !support::redis() {
         return;
     }
     let _one = serial();

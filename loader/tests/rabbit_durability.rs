@@ -14,7 +14,7 @@ mod support;
 use std::process::Command;
 
 use serde_json::Value;
-use support::{reachable, run_passing, scenario, serial};
+use support::{run_passing, scenario, serial};
 
 fn rabbitmqctl(args: &[&str]) -> String {
     let o = Command::new("rabbitmqctl")
@@ -39,11 +39,7 @@ impl Drop for Vhost {
 }
 
 fn check(queue_type: &str, tier: &str) {
-    if !reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    ) {
+    if !support::rabbitmq() {
         return;
     }
     let _one = serial();

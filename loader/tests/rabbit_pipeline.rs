@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{reachable, result, run_passing, serial, summary};
+use support::{result, run_passing, serial, summary};
 
 const SCENARIO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -20,11 +20,7 @@ const SCENARIO: &str = concat!(
 );
 
 fn rabbit_available() -> bool {
-    reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    )
+    support::rabbitmq()
 }
 
 fn run_cell(idiom: &str, queue_type: &str) {

@@ -12,7 +12,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{reachable, result, run_raw, scenario, serial};
+use support::{result, run_raw, scenario, serial};
 
 fn rabbitmqctl(args: &[&str]) {
     let o = Command::new("rabbitmqctl")
@@ -38,11 +38,7 @@ impl Drop for Vhost {
 
 #[test]
 fn rabbitmq_queue_limit_refuses_the_topology_with_exit_5() {
-    if !reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    ) {
+    if !support::rabbitmq() {
         return;
     }
     let _one = serial();

@@ -217,11 +217,7 @@ impl Drop for RabbitUser {
 #[cfg(feature = "rabbitmq")]
 #[test]
 fn a_rabbitmq_password_is_in_no_file_console_or_report() {
-    if !reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    ) {
+    if !support::rabbitmq() {
         return;
     }
     let _one = serial();

@@ -23,7 +23,7 @@ const COLLAPSE: f64 = 3.0;
 #[cfg(feature = "redis")]
 #[test]
 fn the_redis_tax_runs_both_sides_and_has_not_collapsed() {
-    if !support::reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh") {
+    if !support::redis() {
         return;
     }
     has_not_collapsed(tax_runs_both_sides("redis", &[]));
@@ -32,11 +32,7 @@ fn the_redis_tax_runs_both_sides_and_has_not_collapsed() {
 #[cfg(feature = "nats")]
 #[test]
 fn the_nats_tax_runs_both_sides_and_has_not_collapsed() {
-    if !support::reachable(
-        "127.0.0.1:4222",
-        "NATS (JetStream)",
-        "scripts/provision/nats.sh",
-    ) {
+    if !support::nats() {
         return;
     }
     has_not_collapsed(tax_runs_both_sides("nats", &[]));
@@ -45,11 +41,7 @@ fn the_nats_tax_runs_both_sides_and_has_not_collapsed() {
 #[cfg(feature = "rabbitmq")]
 #[test]
 fn the_rabbitmq_tax_runs_both_sides_and_has_not_collapsed() {
-    if !support::reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    ) {
+    if !support::rabbitmq() {
         return;
     }
     has_not_collapsed(tax_runs_both_sides("rabbitmq", &[]));
@@ -67,11 +59,7 @@ fn the_pgmq_tax_runs_both_sides_and_has_not_collapsed() {
 #[cfg(feature = "kafka")]
 #[test]
 fn the_kafka_tax_runs_both_sides_and_has_not_collapsed() {
-    if !support::reachable(
-        "127.0.0.1:9092",
-        "a Kafka-protocol broker",
-        "scripts/provision/tansu.sh",
-    ) {
+    if !support::kafka() {
         return;
     }
     // Topics of their own: tansu's storage has panicked on topics deleted and made

@@ -83,11 +83,7 @@ fn pgmq_stream_cell_passes() {
 #[cfg(feature = "rabbitmq")]
 #[test]
 fn rabbitmq_stream_cell_passes_with_partitions_hashed_onto_lanes() {
-    if !reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    ) {
+    if !support::rabbitmq() {
         return;
     }
     let _one = serial();

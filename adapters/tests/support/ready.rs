@@ -19,34 +19,6 @@ pub async fn pgmq() -> bool {
     }
 }
 
-/// RabbitMQ answers on 127.0.0.1:5672.
-pub fn rabbitmq() -> bool {
-    reachable(
-        "127.0.0.1:5672",
-        "RabbitMQ",
-        "scripts/provision/rabbitmq.sh",
-    )
-}
-
-/// A Kafka-protocol broker answers on 127.0.0.1:9092.
-pub fn kafka() -> bool {
-    reachable(
-        "127.0.0.1:9092",
-        "a Kafka-protocol broker",
-        "scripts/provision/tansu.sh",
-    )
-}
-
-/// NATS (with JetStream) answers on 127.0.0.1:4222.
-pub fn nats() -> bool {
-    reachable(
-        "127.0.0.1:4222",
-        "NATS (JetStream)",
-        "scripts/provision/nats.sh",
-    )
-}
-
-/// Redis answers on 127.0.0.1:6379.
-pub fn redis() -> bool {
-    reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh")
-}
+// The servers found by address alone live beside `reachable`, shared with the loader's
+// tests (services.rs).
+pub use super::services::{kafka, nats, rabbitmq, redis};

@@ -16,6 +16,38 @@ pub fn reachable(addr: &str, what: &str, provision: &str) -> bool {
     TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok() || absent(what, addr, provision)
 }
 
+/// RabbitMQ answers on 127.0.0.1:5672.
+pub fn rabbitmq() -> bool {
+    reachable(
+        "127.0.0.1:5672",
+        "RabbitMQ",
+        "scripts/provision/rabbitmq.sh",
+    )
+}
+
+/// A Kafka-protocol broker answers on 127.0.0.1:9092.
+pub fn kafka() -> bool {
+    reachable(
+        "127.0.0.1:9092",
+        "a Kafka-protocol broker",
+        "scripts/provision/tansu.sh",
+    )
+}
+
+/// NATS (with JetStream) answers on 127.0.0.1:4222.
+pub fn nats() -> bool {
+    reachable(
+        "127.0.0.1:4222",
+        "NATS (JetStream)",
+        "scripts/provision/nats.sh",
+    )
+}
+
+/// Redis answers on 127.0.0.1:6379.
+pub fn redis() -> bool {
+    reachable("127.0.0.1:6379", "Redis", "scripts/provision/redis.sh")
+}
+
 /// `what` is not there: under `CI` the test fails naming the script that provisions
 /// it; run by hand it prints SKIP and the caller returns (false).
 pub fn absent(what: &str, addr: &str, provision: &str) -> bool {

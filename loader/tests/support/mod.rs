@@ -13,7 +13,9 @@ pub mod secrets;
 #[path = "../../../adapters/tests/support/services.rs"]
 mod services;
 pub mod victims;
-pub use services::{absent, queen_url, reachable, skipped, unavailable};
+pub use services::{
+    absent, kafka, nats, queen_url, rabbitmq, reachable, redis, skipped, unavailable,
+};
 
 /// A port on loopback nothing listens on right now (a rendezvous's, say).
 pub fn free_port() -> u16 {
@@ -318,11 +320,18 @@ pub fn keep(tmp: &tempfile::TempDir, r: &Value) {
 /// test with its console text.
 pub fn run_cell(scn: &str, sets: &[&str]) -> (i32, Value, String, tempfile::TempDir) {
     let (code, text, tmp) = run_raw(&scenario(scn), &relaxed(sets));
+    let r = kept_result(&tmp, code, &text);
+    (code, r, text, tmp)
+}
+
+/// The result.json of the cell in `tmp`'s `cell`, kept on request ([`keep`]); a cell
+/// that wrote none fails the test with its exit code and console text.
+pub fn kept_result(tmp: &tempfile::TempDir, code: i32, text: &str) -> Value {
     let path = tmp.path().join("cell/result.json");
     let r: Value = match std::fs::read_to_string(&path) {
         Ok(t) => serde_json::from_str(&t).unwrap(),
         Err(e) => panic!("no result.json ({e}); exit {code}\n{text}"),
     };
-    keep(&tmp, &r);
-    (code, r, text, tmp)
+    keep(tmp, &r);
+    r
 }
