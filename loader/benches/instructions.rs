@@ -70,13 +70,10 @@ fn main() {
     req.quiet = true;
     req.timing = Timing::Virtual;
     req.argv = vec!["instructions".into(), scenario.display().to_string()];
-    let done = match execute(&req) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("instructions: the cell failed: {e:#}");
-            std::process::exit(1);
-        }
-    };
+    if let Err(e) = execute(&req) {
+        eprintln!("instructions: the cell failed: {e:#}");
+        std::process::exit(1);
+    }
     let text = std::fs::read_to_string(tmp.path().join("cell/result.json"))
         .expect("the cell wrote result.json");
     let r: serde_json::Value = serde_json::from_str(&text).expect("result.json parses");
@@ -86,7 +83,6 @@ fn main() {
         r["outcome"].as_str().unwrap_or("?"),
         r["load"]["verdict"].as_str().unwrap_or("?"),
     );
-    drop(done);
 }
 
 fn usage(why: &str) -> ! {
