@@ -1,7 +1,8 @@
 //! The commands no other test drives, through the real binary: `crossbench sample`
 //! serving a `run --sampler URL`; `verify --prefix` on a reference-format directory
 //! (exit 0 and 3) and on a directory that is not a cell (bad input, exit 2); an
-//! internal error (exit 1); and the run lock (a second run waits for the first).
+//! internal error (exit 1); the run lock (a second run waits for the first); and a
+//! reproducing page asked of two different campaigns (bad input, exit 2).
 
 mod support;
 
@@ -263,4 +264,66 @@ fn a_second_run_waits_for_the_run_lock() {
         b_start >= a_end,
         "the second cell started at {b_start}, before the first's rated window ended at {a_end}"
     );
+}
+
+/// `compare --doc` over directories of two different campaigns: bad input (exit 2),
+/// naming both, and no page written. Directories of one campaign are its sittings;
+/// of two, they would mix methods on one page.
+#[test]
+fn a_reproducing_page_from_two_different_campaigns_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let campaign = |dir: &str, name: &str| {
+        let d = tmp.path().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let json = format!(
+            r#"{{"schema_version": 1, "campaign": "{name}", "status": "complete", "repeats": 3, "seed": 1, "arms": [], "cells": []}}"#
+        );
+        std::fs::write(d.join("campaign.json"), json).unwrap();
+        d
+    };
+    let (a, b) = (
+        campaign("a", "seed000-reproduce"),
+        campaign("b", "findings"),
+    );
+    let page = tmp.path().join("reproducing.md");
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
+    let out = binary()
+        .args(["compare", "--published-dir"])
+        .arg(&published)
+        .arg("--doc")
+        .arg(&page)
+        .arg("--campaign")
+        .arg(&a)
+        .arg("--campaign")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is campaign seed000-reproduce") && err.contains("is campaign findings"),
+        "{err}"
+    );
+    assert!(!page.exists(), "nothing written");
+    // The same directory twice is one campaign: the page is written.
+    let ok = binary()
+        .args(["compare", "--published-dir"])
+        .arg(&published)
+        .arg("--doc")
+        .arg(&page)
+        .arg("--campaign")
+        .arg(&a)
+        .arg("--campaign")
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("--campaign"));
 }

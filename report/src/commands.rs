@@ -105,51 +105,84 @@ pub fn compare_one(
     Ok(compare::compare(&p, &c).to_markdown())
 }
 
-/// `crossbench compare --doc <file> --campaign <dir>`: docs/reproducing.md from a
-/// reproduce campaign (arms named by published id).
+/// `crossbench compare --doc <file> --campaign <dir> [--campaign <dir> …]`:
+/// docs/reproducing.md from a reproduce campaign (arms named by published id).
 ///
-/// `pairs` (`ID=CELL_DIR`) give earlier single runs of cells the campaign did not run
-/// here; a pair for a cell the campaign ran is refused (its repeats stand for it).
+/// Several directories of one campaign file are its sittings on different days or
+/// machines: a cell takes its figures from the first directory whose arm for it ran
+/// (all of them from that one). Directories of different campaigns are refused.
+///
+/// `pairs` (`ID=CELL_DIR`) give earlier single runs of cells no directory ran here; a
+/// pair for a cell a directory ran is refused (its repeats stand for it).
 pub fn doc_campaign(
     published_dir: &Path,
-    campaign: &Path,
+    campaigns: &[PathBuf],
     pairs: &[String],
     out: &Path,
 ) -> Result<String, ReportError> {
     let all = published::load_dir(published_dir)?;
-    let v = crate::campaign::CampaignView::load(campaign)?;
+    let mut views = Vec::with_capacity(campaigns.len());
+    for dir in campaigns {
+        views.push(crate::campaign::CampaignView::load(dir)?);
+    }
+    let Some(first) = views.first() else {
+        return Err(ReportError::BadPattern {
+            pattern: "--campaign".into(),
+            message: "give at least one campaign directory".into(),
+        });
+    };
+    if let Some(other) = views.iter().find(|v| v.name != first.name) {
+        return Err(ReportError::BadPattern {
+            pattern: format!("--campaign {}", other.dir.display()),
+            message: format!(
+                "{} is campaign {}, {} is campaign {}: one page shows one campaign's directories \
+(its sittings); give directories of one campaign file",
+                first.dir.display(),
+                first.name,
+                other.dir.display(),
+                other.name
+            ),
+        });
+    }
     let singles = parse_pairs(&all, published_dir, pairs)?;
     for id in singles.keys() {
-        if let Some(a) = v
-            .arm(id)
-            .filter(|a| a.not_run.is_none() && !a.cells.is_empty())
-        {
+        if let Some((v, a)) = views.iter().find_map(|v| {
+            v.arm(id)
+                .filter(|a| a.not_run.is_none() && !a.cells.is_empty())
+                .map(|a| (v, a))
+        }) {
             return Err(ReportError::BadPattern {
                 pattern: format!("{id}=…"),
                 message: format!(
-                    "campaign {} ran {id} ({} repeats): its figures stand for the cell; drop this --pair",
+                    "campaign {} ran {id} in {} ({} repeats): its figures stand for the cell; drop this --pair",
                     v.name,
+                    v.dir.display(),
                     a.cells.len()
                 ),
             });
         }
     }
     let mut command = format!(
-        "crossbench compare --published-dir {} --doc {} --campaign {}",
+        "crossbench compare --published-dir {} --doc {}",
         published_dir.display(),
-        out.display(),
-        campaign.display()
+        out.display()
     );
+    for dir in campaigns {
+        command.push_str(" \\\n  --campaign ");
+        command.push_str(&dir.display().to_string());
+    }
     for pair in pairs {
         command.push_str(" \\\n  --pair ");
         command.push_str(pair);
     }
-    let text = reproducing::render_campaign(&all, &v, &singles, &command);
+    let text = reproducing::render_campaign(&all, &views, &singles, &command);
     std::fs::write(out, &text).map_err(|e| ReportError::io(out, e))?;
     Ok(format!(
-        "wrote {} from campaign {}\n",
+        "wrote {} from campaign {} ({} director{})\n",
         out.display(),
-        v.name
+        first.name,
+        views.len(),
+        if views.len() == 1 { "y" } else { "ies" }
     ))
 }
 

@@ -201,7 +201,12 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
         "MX-queen-sparse".to_string(),
         CellRecord::load(&single).unwrap(),
     );
-    let page = report::reproducing::render_campaign(&all, &v, &singles, "crossbench compare x");
+    let page = report::reproducing::render_campaign(
+        &all,
+        std::slice::from_ref(&v),
+        &singles,
+        "crossbench compare x",
+    );
     assert!(
         page.contains("1 run here by the campaign, 1 more shown by one earlier run each."),
         "{page}"
@@ -235,8 +240,12 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
         "{section}"
     );
     // Without singles, the cell is "not run" and no single-run wording appears.
-    let bare =
-        report::reproducing::render_campaign(&all, &v, &Default::default(), "crossbench compare x");
+    let bare = report::reproducing::render_campaign(
+        &all,
+        std::slice::from_ref(&v),
+        &Default::default(),
+        "crossbench compare x",
+    );
     assert!(!bare.contains("one earlier run"), "{bare}");
     assert!(bare.contains("- result: not run: CROSSBENCH_QUEEN_URL is not set"));
 
@@ -262,7 +271,12 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
         "MX-queen-sparse".to_string(),
         CellRecord::load(&single).unwrap(),
     );
-    let two = report::reproducing::render_campaign(&all, &v, &singles, "crossbench compare x");
+    let two = report::reproducing::render_campaign(
+        &all,
+        std::slice::from_ref(&v),
+        &singles,
+        "crossbench compare x",
+    );
     let row = two
         .lines()
         .find(|l| l.starts_with("| `MX-queen-sparse` |"))
@@ -274,6 +288,149 @@ fn a_reproduce_campaign_page_shows_an_earlier_single_run_only_where_the_campaign
     assert!(
         two.contains("**These rows were measured on 2 machines**"),
         "{two}"
+    );
+}
+
+/// Two directories of one reproduce campaign (two sittings): a cell takes all its
+/// repeats from the first directory whose arm for it ran, the page names that
+/// directory, and a cell the first ran is never taken from the second.
+#[test]
+fn a_reproduce_page_from_two_sittings_takes_each_cell_from_one_directory() {
+    use report::campaign::{ArmView, CampaignView};
+    use report::stats::Outcomes;
+    let tmp = tempfile::tempdir().unwrap();
+    let new_dir = tmp.path().join("sitting-new");
+    let old_dir = tmp.path().join("sitting-old");
+    let cell = |dir: &Path, name: &'static str, system: &'static str, p50: f64| {
+        std::fs::create_dir_all(dir).unwrap();
+        let c = write(
+            dir,
+            &Spec {
+                name,
+                system,
+                p50,
+                ..Spec::default()
+            },
+        );
+        CellRecord::load(&c).unwrap()
+    };
+    let mut pass = Outcomes::default();
+    pass.add(report::cell::Outcome::Pass);
+    let arm = |id: &str, not_run: Option<&str>, cells: Vec<CellRecord>| ArmView {
+        id: id.into(),
+        system: String::new(),
+        point: Default::default(),
+        not_run: not_run.map(str::to_string),
+        outcomes: if cells.is_empty() {
+            Outcomes::default()
+        } else {
+            pass
+        },
+        cells,
+    };
+    let view = |dir: &Path, arms: Vec<ArmView>| CampaignView {
+        dir: dir.into(),
+        name: "seed000-reproduce".into(),
+        description: String::new(),
+        status: "complete".into(),
+        repeats: 3,
+        seed: 1,
+        arms,
+    };
+    // The new sitting ran pgmq (p50 77) and not Queen; the old one ran both, pgmq at
+    // p50 999, which must not appear.
+    let new = view(
+        &new_dir,
+        vec![
+            arm(
+                "MX-pgmq-sparse",
+                None,
+                vec![cell(&new_dir, "pgmq-new", "pgmq", 77.0)],
+            ),
+            arm(
+                "MX-queen-sparse",
+                Some("not in this sitting: --only pgmq"),
+                Vec::new(),
+            ),
+        ],
+    );
+    let old = view(
+        &old_dir,
+        vec![
+            arm(
+                "MX-pgmq-sparse",
+                None,
+                vec![cell(&old_dir, "pgmq-old", "pgmq", 999.0)],
+            ),
+            arm(
+                "MX-queen-sparse",
+                None,
+                vec![cell(&old_dir, "queen-old", "queen", 333.0)],
+            ),
+        ],
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
+    let all = published::load_dir(&dir).unwrap();
+    let page = report::reproducing::render_campaign(
+        &all,
+        &[new, old],
+        &Default::default(),
+        "crossbench compare x",
+    );
+    let row = |id: &str| {
+        page.lines()
+            .find(|l| l.starts_with(&format!("| `{id}` |")))
+            .unwrap_or_else(|| panic!("no summary row for {id}:\n{page}"))
+            .to_string()
+    };
+    assert!(
+        row("MX-pgmq-sparse").contains("/ 77.0"),
+        "{}",
+        row("MX-pgmq-sparse")
+    );
+    assert!(
+        !page.contains("999"),
+        "the old sitting's pgmq leaked in:\n{page}"
+    );
+    assert!(
+        row("MX-queen-sparse").contains("/ 333.0"),
+        "{}",
+        row("MX-queen-sparse")
+    );
+    assert!(page.contains(" 2 run here."), "{page}");
+    let section = |id: &str| {
+        page.split(&format!("### `{id}`"))
+            .nth(1)
+            .unwrap()
+            .split("\n### ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        section("MX-queen-sparse").contains(&format!("of `{}`", old_dir.display())),
+        "{}",
+        section("MX-queen-sparse")
+    );
+    assert!(
+        section("MX-pgmq-sparse").contains(&format!("of `{}`", new_dir.display())),
+        "{}",
+        section("MX-pgmq-sparse")
+    );
+    // The page lists both directories and how many cells each gave.
+    assert!(
+        page.contains(&format!(
+            "- `{}`: 1 of its 2 arms ran; this page takes 1 cell from it",
+            new_dir.display()
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "- `{}`: 2 of its 2 arms ran; this page takes 1 cell from it",
+            old_dir.display()
+        )),
+        "{page}"
     );
 }
 

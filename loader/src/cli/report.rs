@@ -67,9 +67,11 @@ pub struct CompareArgs {
     #[arg(long = "pair", value_name = "ID=CELL_DIR", requires = "doc")]
     pairs: Vec<String>,
     /// With --doc: a reproduce campaign whose arms are named by published id; the page
-    /// gives medians with intervals.
+    /// gives medians with intervals. Repeatable: directories of one campaign file (its
+    /// sittings), in order of precedence; each cell's repeats come from the first
+    /// directory whose arm for it ran.
     #[arg(long, value_name = "DIR", requires = "doc")]
-    campaign: Option<PathBuf>,
+    campaign: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -137,8 +139,8 @@ pub fn table(a: TableArgs) -> anyhow::Result<crate::cli::exit::Exit> {
 pub fn compare(a: CompareArgs) -> anyhow::Result<crate::cli::exit::Exit> {
     let text = if a.list {
         commands::list(&a.published_dir).context("listing the published cells")?
-    } else if let (Some(doc), Some(campaign)) = (&a.doc, &a.campaign) {
-        commands::doc_campaign(&a.published_dir, campaign, &a.pairs, doc)
+    } else if let (Some(doc), false) = (&a.doc, a.campaign.is_empty()) {
+        commands::doc_campaign(&a.published_dir, &a.campaign, &a.pairs, doc)
             .context("writing the reproducing page")?
     } else if let Some(doc) = &a.doc {
         commands::doc(&a.published_dir, &a.pairs, doc).context("writing the reproducing page")?
