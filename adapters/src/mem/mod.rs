@@ -7,14 +7,17 @@
 //! publish slowly ([`MemOptions::publish_delay`]) so shedding can be shown.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{
@@ -195,6 +198,15 @@ impl Limiter {
             tokio::time::sleep(Duration::from_secs_f64(wait)).await;
         }
     }
+}
+
+/// What ended a consume loop's wait.
+enum Woke {
+    /// Batches finished (all that had, taken in one wake).
+    Finished,
+    /// A key may have become ready.
+    Ready,
+    Stop,
 }
 
 impl MemBroker {
@@ -541,92 +553,118 @@ impl Broker for MemBroker {
         let g = self.group(topic, group)?;
         // Enough concurrent batches that the broker never limits the stage: the stage's
         // own lane budget bounds the work in flight.
-        let slots = Arc::new(Semaphore::new(options.lanes.max(16)));
-        debug_assert!(options.lanes.max(16) <= u32::MAX as usize);
-        let total_slots = options.lanes.max(16) as u32;
+        let slots = options.lanes.max(16);
         let faults_applied = &self.stats.faults_applied;
+        // Every batch in flight is a future of this one task, not a task of its own:
+        // no spawn per key-batch, and the batches the work timer finishes in one tick
+        // wake this task once, where each woke a task of its own (and often a parked
+        // worker thread).
+        let mut in_flight = FuturesUnordered::new();
+        // One registration with the stop token for the whole loop, polled again at
+        // each wait, rather than one cancellation future per batch.
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
+        // One registration for a key becoming ready, renewed only when it fires; it
+        // is enabled before every look that may find nothing, so a publish between
+        // the look and the wait is never missed.
+        let ready = g.notify.notified();
+        tokio::pin!(ready);
+        ready.as_mut().enable();
         loop {
             if stop.is_cancelled() {
                 break;
             }
-            // A free slot is taken at once; only a full stage waits for one (or for the
-            // stop), which spares the common case a cancellation future per batch.
-            let permit = match slots.clone().try_acquire_owned() {
-                Ok(p) => p,
-                Err(_) => tokio::select! {
-                    _ = stop.cancelled() => break,
-                    p = slots.clone().acquire_owned() => p.expect("semaphore never closed"),
-                },
-            };
-            // Claim first; only when nothing is ready, register for a wake-up and look
-            // once more (so a publish between the two looks is never missed).
-            let claimed = match g.claim(options.batch, faults_applied) {
-                Some(c) => Some(c),
-                None => loop {
-                    let notified = g.notify.notified();
-                    if let Some(c) = g.claim(options.batch, faults_applied) {
-                        break Some(c);
-                    }
-                    tokio::select! {
-                        _ = stop.cancelled() => break None,
-                        _ = notified => {}
-                    }
-                },
-            };
-            let Some((key, msgs)) = claimed else { break };
-            let n = msgs.len() as u64;
-            if let Some(l) = &self.limiter {
-                l.take(n).await;
-            }
-            self.stats.delivered.add(n);
-            let redelivered = msgs.iter().filter(|m| m.redelivered).count() as u64;
-            if redelivered > 0 {
-                options.counters.redelivered.add(redelivered);
-            }
-            let batch = KeyBatch {
-                key: key.clone(),
-                messages: msgs
-                    .iter()
-                    .map(|m| Delivery {
-                        payload: m.payload.clone(),
-                        redelivered: m.redelivered,
-                    })
-                    .collect(),
-            };
-            let handler = handler.clone();
-            let g2 = g.clone();
-            let counters = options.counters.clone();
-            let stats = self.stats.clone();
-            // The permit travels with the task: the semaphore both bounds the batches in
-            // flight and tells when they have all finished.
-            tokio::spawn(async move {
-                let d = handler.handle(batch).await;
-                match d {
-                    Disposition::Ack => {
-                        counters.acked.add(n);
-                        stats.acked.add(n);
-                    }
-                    Disposition::Refuse => {
-                        counters.refused.add(n);
-                        stats.refused.add(n);
+            // Hand out every ready batch there is room for.
+            while in_flight.len() < slots {
+                let Some((key, msgs)) = g.claim(options.batch, faults_applied) else {
+                    break;
+                };
+                let n = msgs.len() as u64;
+                if let Some(l) = &self.limiter {
+                    // The limiter holds back new batches; the ones in flight still
+                    // finish meanwhile.
+                    let take = l.take(n);
+                    tokio::pin!(take);
+                    loop {
+                        tokio::select! {
+                            biased;
+                            _ = &mut take => break,
+                            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+                        }
                     }
                 }
-                // The control broker's ack is the release of the key: timed so the
-                // ack round trip has a floor to compare real brokers with.
-                let t_ack = std::time::Instant::now();
-                g2.release(&key, msgs, d);
-                if d == Disposition::Ack {
-                    counters.ack_calls.inc();
-                    counters.ack_micros.add(t_ack.elapsed().as_micros() as u64);
+                self.stats.delivered.add(n);
+                let redelivered = msgs.iter().filter(|m| m.redelivered).count() as u64;
+                if redelivered > 0 {
+                    options.counters.redelivered.add(redelivered);
                 }
-                drop(permit);
-            });
+                let batch = KeyBatch {
+                    key: key.clone(),
+                    messages: msgs
+                        .iter()
+                        .map(|m| Delivery {
+                            payload: m.payload.clone(),
+                            redelivered: m.redelivered,
+                        })
+                        .collect(),
+                };
+                let handler = handler.clone();
+                let group = g.clone();
+                let counters = options.counters.clone();
+                let stats = self.stats.clone();
+                in_flight.push(async move {
+                    let d = handler.handle(batch).await;
+                    match d {
+                        Disposition::Ack => {
+                            counters.acked.add(n);
+                            stats.acked.add(n);
+                        }
+                        Disposition::Refuse => {
+                            counters.refused.add(n);
+                            stats.refused.add(n);
+                        }
+                    }
+                    // The control broker's ack is the release of the key: timed so the
+                    // ack round trip has a floor to compare real brokers with.
+                    let t_ack = std::time::Instant::now();
+                    group.release(&key, msgs, d);
+                    if d == Disposition::Ack {
+                        counters.ack_calls.inc();
+                        counters.ack_micros.add(t_ack.elapsed().as_micros() as u64);
+                    }
+                });
+            }
+            // Wait for batches to finish (every one that has, in one wake), a key to
+            // become ready (only while there is room for it), or the stop.
+            let room = in_flight.len() < slots;
+            let woke = std::future::poll_fn(|cx| {
+                let mut finished = false;
+                while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {
+                    finished = true;
+                }
+                if finished {
+                    return Poll::Ready(Woke::Finished);
+                }
+                if room && ready.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Woke::Ready);
+                }
+                if stopped.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Woke::Stop);
+                }
+                Poll::Pending
+            })
+            .await;
+            match woke {
+                Woke::Finished => {}
+                Woke::Ready => {
+                    ready.set(g.notify.notified());
+                    ready.as_mut().enable();
+                }
+                Woke::Stop => break,
+            }
         }
-        // Wait for every batch still in flight.
-        let _all = slots
-            .acquire_many(total_slots)
-            .await
-            .expect("semaphore never closed");
+        // Wait for every batch still in flight (each sees the stop and ends).
+        while in_flight.next().await.is_some() {}
         Ok(())
     }
 

@@ -68,6 +68,9 @@ struct JobState {
     /// Messages not yet finished.
     remaining: usize,
     done: bool,
+    /// Done because the timer was stopped ([`WorkTimer::stop`]), not because its
+    /// messages finished.
+    aborted: bool,
     waker: Option<Waker>,
 }
 
@@ -81,6 +84,17 @@ impl Job {
             return st.waker.take();
         }
         None
+    }
+
+    /// The timer stopped: the batch is done, unfinished; its waker if it was waiting.
+    fn abort(&self) -> Option<Waker> {
+        let mut st = self.state.lock();
+        if st.done {
+            return None;
+        }
+        st.done = true;
+        st.aborted = true;
+        st.waker.take()
     }
 }
 
@@ -191,6 +205,22 @@ impl Lanes {
         }
     }
 
+    /// Mark every batch with a message at work or waiting as aborted, pushing the
+    /// wakers of those that were waited for. Their messages keep their lanes until
+    /// due, so the bookkeeping stays whole.
+    fn abort_all(&mut self, woken: &mut Vec<Waker>) {
+        let running = self.running.iter().map(|Reverse(r)| &r.job);
+        let waiting = self
+            .groups
+            .iter()
+            .flat_map(|g| g.waiting.iter().map(|(_, j)| j));
+        for job in running.chain(waiting) {
+            if let Some(w) = job.abort() {
+                woken.push(w);
+            }
+        }
+    }
+
     /// When the next message is due, if any is at work.
     pub fn next_due(&self) -> Option<Instant> {
         self.running.peek().map(|Reverse(r)| r.due)
@@ -235,6 +265,8 @@ struct State {
     /// When the driver will look next; `None` while it is looking. A submission due
     /// earlier wakes it.
     wake_at: Option<Instant>,
+    /// [`WorkTimer::stop`] was called: every batch ends at once, unfinished.
+    stopped: bool,
 }
 
 /// What drives the timer in real time (in virtual time a task on the virtual timer
@@ -281,6 +313,7 @@ impl WorkTimer {
             state: Mutex::new(State {
                 lanes,
                 wake_at: None,
+                stopped: false,
             }),
             pacers: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
@@ -308,8 +341,10 @@ impl WorkTimer {
     }
 
     /// Put one batch to work on stage `group`: one duration per message. The future
-    /// completes when every message has finished; dropping it early (the run stops)
-    /// leaves its messages to finish in the timer, which then frees their lanes.
+    /// completes with `true` when every message has finished, or with `false` once
+    /// the timer is [stopped](WorkTimer::stop), at once for a batch at work then and
+    /// for any submitted after; dropping it early leaves its messages to finish in
+    /// the timer, which then frees their lanes.
     pub fn work(&self, group: usize, works: &[Duration]) -> WorkDone {
         let job = Arc::new(Job::default());
         if works.is_empty() {
@@ -320,6 +355,11 @@ impl WorkTimer {
         let now = Instant::now();
         let wake = {
             let mut st = self.shared.state.lock();
+            if st.stopped {
+                drop(st);
+                job.abort();
+                return WorkDone { job };
+            }
             // Only what this batch started can be due before the driver looks next.
             let due = st.lanes.submit(group, now, works, &job);
             let early = matches!((due, st.wake_at), (Some(d), Some(w)) if d < w);
@@ -332,6 +372,33 @@ impl WorkTimer {
             self.driver.wake(&self.shared);
         }
         WorkDone { job }
+    }
+
+    /// End every batch at work now, and every batch submitted later at once, each
+    /// unfinished (its [`WorkDone`] gives `false`): the run is stopping. One call
+    /// for the cell replaces a cancellation future around every batch's work.
+    pub fn stop(&self) {
+        let mut woken = Vec::new();
+        {
+            let mut st = self.shared.state.lock();
+            st.stopped = true;
+            st.lanes.abort_all(&mut woken);
+        }
+        for w in woken {
+            w.wake();
+        }
+    }
+
+    /// Stop this timer when `token` fires ([`WorkTimer::stop`]): a task that holds
+    /// the timer only weakly, so a cell that ends without firing it still drops it.
+    pub fn stop_on(self: &Arc<Self>, token: tokio_util::sync::CancellationToken) {
+        let timer = Arc::downgrade(self);
+        tokio::spawn(async move {
+            token.cancelled().await;
+            if let Some(t) = timer.upgrade() {
+                t.stop();
+            }
+        });
     }
 
     /// Run `pacer` beside `workers`, in the timer's own time: in real time on this
@@ -366,18 +433,19 @@ impl Drop for WorkTimer {
     }
 }
 
-/// A batch's work, completing when its last message has finished.
+/// A batch's work, completing when its last message has finished (`true`) or the
+/// timer was stopped first (`false`).
 #[derive(Debug)]
 pub struct WorkDone {
     job: Arc<Job>,
 }
 
 impl Future for WorkDone {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    type Output = bool;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let mut st = self.job.state.lock();
         if st.done {
-            return Poll::Ready(());
+            return Poll::Ready(!st.aborted);
         }
         match &st.waker {
             Some(w) if w.will_wake(cx.waker()) => {}
@@ -617,7 +685,33 @@ mod tests {
         let t2 = Instant::now();
         timer.work(g, &[ms(9), ms(9), ms(9), ms(9), ms(4)]).await;
         assert_eq!(t2.elapsed(), ms(13));
-        timer.work(g, &[]).await;
+        assert!(timer.work(g, &[]).await, "no work is done work");
+    }
+
+    /// The cell's stop ends the batches at work at once, unfinished, and every batch
+    /// submitted after it; a batch that finished before it stays finished. (Break W1,
+    /// docs/testing.md: `stop` that sets the flag without aborting the jobs at work
+    /// lets both batches run their 50 ms and end finished.)
+    #[tokio::test(start_paused = true)]
+    async fn the_stop_ends_the_work_at_once_unfinished() {
+        let mut lanes = Lanes::default();
+        let g = lanes.add_group(1);
+        let timer = WorkTimer::start(lanes, Timing::Virtual, Drive::Thread).unwrap();
+        let stop = tokio_util::sync::CancellationToken::new();
+        timer.stop_on(stop.clone());
+        assert!(timer.work(g, &[ms(2)]).await, "finished before the stop");
+        let t0 = Instant::now();
+        // One batch at work, one waiting for the lane.
+        let (at_work, waiting) = (timer.work(g, &[ms(50)]), timer.work(g, &[ms(50)]));
+        let stopper = async {
+            tokio::time::sleep(ms(5)).await;
+            stop.cancel();
+        };
+        let (a, b, ()) = tokio::join!(at_work, waiting, stopper);
+        assert!(!a && !b, "both end unfinished: {a} {b}");
+        assert_eq!(t0.elapsed(), ms(5), "at the stop, not when due");
+        assert!(!timer.work(g, &[ms(1)]).await, "submitted after the stop");
+        assert_eq!(t0.elapsed(), ms(5));
     }
 
     /// A pacer of `rate` slots/s for `run_for`, counting what it emits.

@@ -283,6 +283,8 @@ impl Workload for Pipeline {
         };
         let timer =
             WorkTimer::start(lanes, env.timing, drive).context("starting the work timer")?;
+        // The stages' stop ends the batches at work (they are refused and come back).
+        timer.stop_on(env.stop.clone());
         self.timer = Some(timer.clone());
         let stage_env = StageEnv {
             broker: env.broker.clone(),

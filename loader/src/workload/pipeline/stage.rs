@@ -161,11 +161,10 @@ impl Stage {
             more.extend((0..n).map(|_| self.draw_work()));
             &more
         };
-        tokio::select! {
-            biased;
-            _ = self.stop.cancelled() => false,
-            _ = self.timer.work(self.lanes, works) => true,
-        }
+        // The cell's stop ends it unfinished: the timer watches the stop once for every
+        // batch (`WorkTimer::stop_on`), where a cancellation future here cost each
+        // batch a registration with the token.
+        self.timer.work(self.lanes, works).await
     }
 }
 
