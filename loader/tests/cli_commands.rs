@@ -287,17 +287,19 @@ fn a_reproducing_page_from_two_different_campaigns_is_refused() {
     );
     let page = tmp.path().join("reproducing.md");
     let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
-    let out = binary()
-        .args(["compare", "--published-dir"])
-        .arg(&published)
-        .arg("--doc")
-        .arg(&page)
-        .arg("--campaign")
-        .arg(&a)
-        .arg("--campaign")
-        .arg(&b)
-        .output()
-        .unwrap();
+    // `compare --doc <page> --campaign <first> --campaign <second>`
+    let doc = |first: &Path, second: &Path| {
+        binary()
+            .args(["compare", "--published-dir"])
+            .arg(&published)
+            .arg("--doc")
+            .arg(&page)
+            .args(["--campaign".as_ref(), first.as_os_str()])
+            .args(["--campaign".as_ref(), second.as_os_str()])
+            .output()
+            .unwrap()
+    };
+    let out = doc(&a, &b);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -306,23 +308,9 @@ fn a_reproducing_page_from_two_different_campaigns_is_refused() {
     );
     assert!(!page.exists(), "nothing written");
     // The same directory twice is one campaign: the page is written.
-    let ok = binary()
-        .args(["compare", "--published-dir"])
-        .arg(&published)
-        .arg("--doc")
-        .arg(&page)
-        .arg("--campaign")
-        .arg(&a)
-        .arg("--campaign")
-        .arg(&a)
-        .output()
-        .unwrap();
-    assert_eq!(
-        ok.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    let ok = doc(&a, &a);
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(ok.status.code(), Some(0), "{err}");
     assert!(std::fs::read_to_string(&page)
         .unwrap()
         .contains("--campaign"));
