@@ -65,6 +65,12 @@ pub struct ArmView {
 }
 
 impl ArmView {
+    /// The arm ran here and left records (it was not recorded "not run", and at
+    /// least one of its cells ran to its end).
+    pub fn ran(&self) -> bool {
+        self.not_run.is_none() && !self.cells.is_empty()
+    }
+
     /// The PASS cells: the ones figures are taken from.
     pub fn passed(&self) -> impl Iterator<Item = &CellRecord> {
         self.cells.iter().filter(|c| c.result.outcome.is_pass())
@@ -162,6 +168,18 @@ impl CampaignView {
     pub fn arm(&self, id: &str) -> Option<&ArmView> {
         self.arms.iter().find(|a| a.id == id)
     }
+}
+
+/// Of several directories of one campaign (its sittings), in order of precedence, the
+/// first whose arm `id` ran ([`ArmView::ran`]), with that arm: where all of a cell's
+/// repeats are taken from.
+pub fn first_that_ran<'a>(
+    views: &'a [CampaignView],
+    id: &str,
+) -> Option<(&'a CampaignView, &'a ArmView)> {
+    views
+        .iter()
+        .find_map(|v| v.arm(id).filter(|a| a.ran()).map(|a| (v, a)))
 }
 
 /// `172.0 [165.1, 181.2]` (a 95 % interval), `172.0 [165.1, 181.2] (≤ 75 %)` (an

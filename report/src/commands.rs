@@ -146,11 +146,7 @@ pub fn doc_campaign(
     }
     let singles = parse_pairs(&all, published_dir, pairs)?;
     for id in singles.keys() {
-        if let Some((v, a)) = views.iter().find_map(|v| {
-            v.arm(id)
-                .filter(|a| a.not_run.is_none() && !a.cells.is_empty())
-                .map(|a| (v, a))
-        }) {
+        if let Some((v, a)) = crate::campaign::first_that_ran(&views, id) {
             return Err(ReportError::BadPattern {
                 pattern: format!("{id}=…"),
                 message: format!(
