@@ -213,6 +213,46 @@ fn hosts<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
         .join("; ")
 }
 
+/// Where and with what a directory's cells ran: per CPU model and build, the days and
+/// the number of cells (`AMD EPYC, build \`ad3dad4192cc\`, 2026-12-06 to 2026-12-07, 66
+/// cells`), a build from uncommitted changes flagged; several joined by "; ".
+fn sittings<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
+    let mut by: BTreeMap<(&str, String, bool), (Vec<&str>, usize)> = BTreeMap::new();
+    for c in cells {
+        let b = &c.result.crossbench;
+        let e = by
+            .entry((
+                c.result.host.cpu_model.as_str(),
+                b.git_commit.trim_end_matches("-dirty").to_string(),
+                b.is_dirty(),
+            ))
+            .or_default();
+        e.0.push(day(&c.result.time.started_utc));
+        e.1 += 1;
+    }
+    by.into_iter()
+        .map(|((m, commit, dirty), (mut days, n))| {
+            let m = if m.is_empty() { "unknown CPU" } else { m };
+            days.sort_unstable();
+            let (first, last) = (days[0], days[days.len() - 1]);
+            let when = if first == last {
+                first.to_string()
+            } else {
+                format!("{first} to {last}")
+            };
+            let build = match (commit.is_empty(), dirty) {
+                (true, _) => "build not recorded".to_string(),
+                (false, false) => format!("build `{commit}`"),
+                (false, true) => format!(
+                    "build `{commit}` **dirty** (built from uncommitted changes: no commit names what ran)"
+                ),
+            };
+            format!("{m}, {build}, {when}, {n} cell{}", if n == 1 { "" } else { "s" })
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The date of a UTC timestamp (`2026-11-30T06:00:00Z` → `2026-11-30`).
 fn day(utc: &str) -> &str {
     utc.split('T').next().unwrap_or(utc)
@@ -305,28 +345,36 @@ is an anecdote on this machine, with no interval, and is never mixed into the ca
             "The figures come from {} directories of this campaign file, each a sitting or sittings of \
 its own (`campaign.json` records each sitting's machine, build and times). A cell takes all its repeats from \
 the first directory below whose arm for it ran, never some from one and some from another; the summary names \
-each row's machine, product and resource budget, and each cell below its directory:\n",
+each row's machine, product and resource budget, and each cell below its directory. Each directory's \
+machines and builds (a build from uncommitted changes flagged):\n",
             campaigns.len()
         );
-        for v in campaigns {
-            let ran = v.arms.iter().filter(|a| a.ran()).count();
-            let used = published
-                .iter()
-                .filter(|p| source(&p.id).is_some_and(|(src, _)| std::ptr::eq(src, v)))
-                .count();
-            let _ = writeln!(
-                s,
-                "- `{}`: {} of its {} arms ran; this page takes {} cell{} from it ({})",
-                v.dir.display(),
-                ran,
-                v.arms.len(),
-                used,
-                if used == 1 { "" } else { "s" },
-                hosts(v.arms.iter().flat_map(|a| &a.cells)),
-            );
-        }
-        s.push('\n');
+    } else {
+        let _ = writeln!(
+            s,
+            "The figures come from one directory of this campaign file (`campaign.json` records each \
+sitting's machine, build and times); the summary names each row's machine, product and resource budget. \
+Its machines and builds (a build from uncommitted changes flagged):\n"
+        );
     }
+    for v in campaigns {
+        let ran = v.arms.iter().filter(|a| a.ran()).count();
+        let used = published
+            .iter()
+            .filter(|p| source(&p.id).is_some_and(|(src, _)| std::ptr::eq(src, v)))
+            .count();
+        let _ = writeln!(
+            s,
+            "- `{}`: {} of its {} arms ran; this page takes {} cell{} from it ({})",
+            v.dir.display(),
+            ran,
+            v.arms.len(),
+            used,
+            if used == 1 { "" } else { "s" },
+            sittings(v.arms.iter().flat_map(|a| &a.cells)),
+        );
+    }
+    s.push('\n');
     let run: Vec<&PublishedCell> = ordered(published)
         .into_iter()
         .filter(|p| ran_here(&p.id))

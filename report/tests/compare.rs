@@ -342,11 +342,12 @@ fn a_reproduce_page_from_two_sittings_takes_each_cell_from_one_directory() {
     let new = view(
         &new_dir,
         vec![
-            arm(
-                "MX-pgmq-sparse",
-                None,
-                vec![cell(&new_dir, "pgmq-new", "pgmq", 77.0)],
-            ),
+            arm("MX-pgmq-sparse", None, {
+                // This sitting's build was made from uncommitted changes.
+                let mut c = cell(&new_dir, "pgmq-new", "pgmq", 77.0);
+                c.result.crossbench.git_commit = "0123abcd-dirty".into();
+                vec![c]
+            }),
             arm(
                 "MX-queen-sparse",
                 Some("not in this sitting: --only pgmq"),
@@ -362,11 +363,11 @@ fn a_reproduce_page_from_two_sittings_takes_each_cell_from_one_directory() {
                 None,
                 vec![cell(&old_dir, "pgmq-old", "pgmq", 999.0)],
             ),
-            arm(
-                "MX-queen-sparse",
-                None,
-                vec![cell(&old_dir, "queen-old", "queen", 333.0)],
-            ),
+            arm("MX-queen-sparse", None, {
+                let mut c = cell(&old_dir, "queen-old", "queen", 333.0);
+                c.result.crossbench.git_commit = "4567cdef".into();
+                vec![c]
+            }),
         ],
     );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/published");
@@ -431,6 +432,45 @@ fn a_reproduce_page_from_two_sittings_takes_each_cell_from_one_directory() {
             old_dir.display()
         )),
         "{page}"
+    );
+    // Each directory names its machine and builds, and a dirty build is flagged.
+    let listed = |dir: &Path| {
+        page.lines()
+            .find(|l| l.starts_with(&format!("- `{}`:", dir.display())))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        listed(&new_dir).contains("test cpu, build `0123abcd` **dirty**"),
+        "{}",
+        listed(&new_dir)
+    );
+    assert!(
+        listed(&old_dir).contains("build `4567cdef`, 2026-11-30, 1 cell)")
+            && !listed(&old_dir).contains("build `4567cdef` **dirty**"),
+        "{}",
+        listed(&old_dir)
+    );
+    // One directory: its machines and builds are listed all the same.
+    let one = report::reproducing::render_campaign(
+        &all,
+        &[view(
+            &new_dir,
+            vec![arm("MX-pgmq-sparse", None, {
+                let mut c = cell(&new_dir, "pgmq-one", "pgmq", 78.0);
+                c.result.crossbench.git_commit = "89ab".into();
+                vec![c]
+            })],
+        )],
+        &Default::default(),
+        "crossbench compare y",
+    );
+    assert!(
+        one.contains(&format!(
+            "- `{}`: 1 of its 1 arms ran; this page takes 1 cell from it (test cpu, build `89ab`, 2026-11-30, 1 cell)",
+            new_dir.display()
+        )),
+        "{one}"
     );
 }
 
