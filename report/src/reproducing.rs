@@ -219,13 +219,9 @@ fn hosts<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
 fn sittings<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
     let mut by: BTreeMap<(&str, String, bool), (Vec<&str>, usize)> = BTreeMap::new();
     for c in cells {
-        let b = &c.result.crossbench;
+        let (commit, dirty) = crate::findings::sittings::build_of(&c.result.crossbench);
         let e = by
-            .entry((
-                c.result.host.cpu_model.as_str(),
-                b.git_commit.trim_end_matches("-dirty").to_string(),
-                b.is_dirty(),
-            ))
+            .entry((c.result.host.cpu_model.as_str(), commit, dirty))
             .or_default();
         e.0.push(day(&c.result.time.started_utc));
         e.1 += 1;
@@ -240,14 +236,18 @@ fn sittings<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> String {
             } else {
                 format!("{first} to {last}")
             };
-            let build = match (commit.is_empty(), dirty) {
-                (true, _) => "build not recorded".to_string(),
-                (false, false) => format!("build `{commit}`"),
-                (false, true) => format!(
-                    "build `{commit}` **dirty** (built from uncommitted changes: no commit names what ran)"
-                ),
+            let build = if commit.is_empty() {
+                "build not recorded".to_string()
+            } else {
+                format!(
+                    "build {}",
+                    crate::findings::sittings::build_words(&commit, dirty)
+                )
             };
-            format!("{m}, {build}, {when}, {n} cell{}", if n == 1 { "" } else { "s" })
+            format!(
+                "{m}, {build}, {when}, {n} cell{}",
+                if n == 1 { "" } else { "s" }
+            )
         })
         .collect::<Vec<_>>()
         .join("; ")

@@ -36,13 +36,7 @@ impl SittingFacts {
             .collect();
         let builds: BTreeSet<(String, bool)> = cells
             .iter()
-            .map(|c| {
-                let b = &c.result.crossbench;
-                (
-                    b.git_commit.trim_end_matches("-dirty").to_string(),
-                    b.is_dirty(),
-                )
-            })
+            .map(|c| build_of(&c.result.crossbench))
             .collect();
         let budgets: BTreeSet<String> = cells
             .iter()
@@ -80,14 +74,7 @@ impl SittingFacts {
         }
         self.builds
             .iter()
-            .map(|(c, dirty)| {
-                let short: String = c.chars().take(12).collect();
-                if *dirty {
-                    format!("`{short}` **dirty** (uncommitted changes: no commit names what ran)")
-                } else {
-                    format!("`{short}`")
-                }
-            })
+            .map(|(c, dirty)| build_words(c, *dirty))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -126,6 +113,25 @@ impl SittingFacts {
             self.budget(),
             self.dates()
         )
+    }
+}
+
+/// The build that wrote a record: its commit (without `-dirty`) and whether it was
+/// dirty.
+pub(crate) fn build_of(b: &cell_record::result::Build) -> (String, bool) {
+    (
+        b.git_commit.trim_end_matches("-dirty").to_string(),
+        b.is_dirty(),
+    )
+}
+
+/// A build in words, `` `ad3dad4192cc` ``; a dirty build is flagged, never passed over.
+pub(crate) fn build_words(commit: &str, dirty: bool) -> String {
+    let short: String = commit.chars().take(12).collect();
+    if dirty {
+        format!("`{short}` **dirty** (uncommitted changes: no commit names what ran)")
+    } else {
+        format!("`{short}`")
     }
 }
 
