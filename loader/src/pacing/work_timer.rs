@@ -346,13 +346,18 @@ impl WorkTimer {
     /// for any submitted after; dropping it early leaves its messages to finish in
     /// the timer, which then frees their lanes.
     pub fn work(&self, group: usize, works: &[Duration]) -> WorkDone {
+        self.work_from(group, Instant::now(), works)
+    }
+
+    /// [`WorkTimer::work`] from `now`, an instant the caller has just read (a stage
+    /// reads one for the batch's arrival and its work: one clock read, not two).
+    pub fn work_from(&self, group: usize, now: Instant, works: &[Duration]) -> WorkDone {
         let job = Arc::new(Job::default());
         if works.is_empty() {
             job.state.lock().done = true;
             return WorkDone { job };
         }
         job.state.lock().remaining = works.len();
-        let now = Instant::now();
         let wake = {
             let mut st = self.shared.state.lock();
             if st.stopped {

@@ -134,7 +134,12 @@ fn parse_int(b: &[u8]) -> Option<(i64, &[u8])> {
         if !c.is_ascii_digit() {
             break;
         }
-        v = v.checked_mul(10)?.checked_add(i64::from(c - b'0'))?;
+        // Up to 18 digits cannot overflow an i64: checked only from the 19th.
+        v = if n < 18 {
+            v * 10 + i64::from(c - b'0')
+        } else {
+            v.checked_mul(10)?.checked_add(i64::from(c - b'0'))?
+        };
         n += 1;
     }
     if n == 0 {
@@ -254,6 +259,26 @@ mod tests {
                 String::from_utf8_lossy(g)
             );
         }
+    }
+
+    #[test]
+    fn integers_parse_exactly_up_to_i64s_edges() {
+        assert_eq!(
+            parse_int(b"999999999999999999,"),
+            Some((999_999_999_999_999_999, &b","[..]))
+        );
+        assert_eq!(
+            parse_int(b"9223372036854775807}"),
+            Some((i64::MAX, &b"}"[..]))
+        );
+        assert_eq!(
+            parse_int(b"-9223372036854775807"),
+            Some((-i64::MAX, &b""[..]))
+        );
+        assert_eq!(parse_int(b"9223372036854775808"), None, "one past i64::MAX");
+        assert_eq!(parse_int(b"00012x"), Some((12, &b"x"[..])));
+        assert_eq!(parse_int(b"-"), None);
+        assert_eq!(parse_int(b",1"), None);
     }
 
     #[test]
