@@ -800,24 +800,28 @@ mod tests {
 
     /// Publish `p0, p1, p0, other` to topic `t` (groups g1, g2) of a broker keeping
     /// `keep_idle` idle keys, serve all four messages in each group, and stop.
+    /// One topic with `groups`, `keys` keys on as many lanes, reset at setup.
+    fn one_topic(name: &str, groups: &[&str], keys: u64) -> Topology {
+        Topology {
+            topics: vec![TopicSpec {
+                name: name.into(),
+                groups: groups.iter().map(|g| g.to_string()).collect(),
+            }],
+            keys,
+            lanes: keys,
+            durability: Durability::Memory,
+            dedup_window_sec: 0,
+            reset: true,
+            sharing: crate::broker::Sharing::ALONE,
+        }
+    }
+
     async fn serve_four(keep_idle: usize) -> (Arc<MemBroker>, Vec<Arc<StreamCounters>>) {
         let b = Arc::new(MemBroker {
             keep_idle,
             ..MemBroker::new(MemOptions::default())
         });
-        let topo = Topology {
-            topics: vec![TopicSpec {
-                name: "t".into(),
-                groups: vec!["g1".into(), "g2".into()],
-            }],
-            keys: 3,
-            lanes: 3,
-            durability: Durability::Memory,
-            dedup_window_sec: 0,
-            reset: true,
-            sharing: crate::broker::Sharing::ALONE,
-        };
-        b.setup(&topo).await.unwrap();
+        b.setup(&one_topic("t", &["g1", "g2"], 3)).await.unwrap();
         for k in ["p0", "p1", "p0", "other"] {
             b.publish("t", k, &[Bytes::from_static(b"m")])
                 .await
@@ -899,19 +903,7 @@ mod tests {
             "{c:?}"
         );
         // A setup with reset drops the topics; what they counted stays counted.
-        let topo = Topology {
-            topics: vec![TopicSpec {
-                name: "u".into(),
-                groups: vec!["g".into()],
-            }],
-            keys: 1,
-            lanes: 1,
-            durability: Durability::Memory,
-            dedup_window_sec: 0,
-            reset: true,
-            sharing: crate::broker::Sharing::ALONE,
-        };
-        b.setup(&topo).await.unwrap();
+        b.setup(&one_topic("u", &["g"], 1)).await.unwrap();
         b.publish("u", "p0", &[Bytes::from_static(b"m")])
             .await
             .unwrap();

@@ -96,11 +96,14 @@ impl Stamp {
                 return None;
             }
         };
-        if prop < 0 || flow == b'"' {
-            return None;
-        }
+        Self::of_members(prop, flow, seq, ts, loader)
+    }
+
+    /// The stamp of a document's members as the fast paths read them; `None` for a
+    /// negative property.
+    fn of_members(prop: i64, flow: u8, seq: i64, ts: i64, loader: Option<u32>) -> Option<Stamp> {
         Some(Stamp {
-            prop: prop as u64,
+            prop: u64::try_from(prop).ok()?,
             flow,
             seq,
             ts,
@@ -128,16 +131,7 @@ impl Stamp {
             Some(b'}') | Some(b',') => {}
             _ => return None,
         }
-        if prop < 0 {
-            return None;
-        }
-        Some(Stamp {
-            prop: prop as u64,
-            flow,
-            seq,
-            ts,
-            loader,
-        })
+        Self::of_members(prop, flow, seq, ts, loader)
     }
 
     fn decode_slow(p: &[u8]) -> Result<Stamp, StampError> {
