@@ -53,62 +53,13 @@ impl Stamp {
         v
     }
 
-    /// Decode a payload. Returns the stamp and whether the system re-serialised the
-    /// document (the "slow" decodes a record counts): in PostgreSQL's jsonb order,
-    /// which has a fast path of its own ([`Stamp::decode_jsonb`]), or in any other,
-    /// which a JSON parser reads.
+    /// Decode a payload. Returns the stamp and whether the slow path was needed
+    /// (the system re-serialised the document, as jsonb does).
     pub fn decode(payload: &[u8]) -> Result<(Stamp, bool), StampError> {
         if let Some(s) = Self::decode_fast(payload) {
             return Ok((s, false));
         }
-        if let Some(s) = Self::decode_jsonb(payload) {
-            return Ok((s, true));
-        }
         Self::decode_slow(payload).map(|s| (s, true))
-    }
-
-    /// A stamp as jsonb gives it back (pgmq, Queen): members ordered by key length,
-    /// then bytewise (`ts`, `seq`, `flow`, `prop`, `rates`, `loader`), `": "` and
-    /// `", "` between them. Every pgmq delivery was a JSON parse and its allocations
-    /// (issue 49's pgmq profile). `None` for anything else: the parser reads it.
-    fn decode_jsonb(p: &[u8]) -> Option<Stamp> {
-        let rest = p.strip_prefix(b"{\"ts\": ")?;
-        let (ts, rest) = parse_int(rest)?;
-        let rest = rest.strip_prefix(b", \"seq\": ")?;
-        let (seq, rest) = parse_int(rest)?;
-        let rest = rest.strip_prefix(b", \"flow\": \"")?;
-        let (&flow, rest) = rest.split_first()?;
-        let rest = rest.strip_prefix(b"\", \"prop\": ")?;
-        let (prop, rest) = parse_int(rest)?;
-        // `loader` sorts last (after `rates`, the padding, an array): the document's
-        // last member when it is there.
-        let loader = if rest == b"}" {
-            None
-        } else {
-            let body = rest.strip_prefix(b", ")?.strip_suffix(b"}")?;
-            let digits = body.iter().rev().take_while(|c| c.is_ascii_digit()).count();
-            let (head, id) = body.split_at(body.len() - digits);
-            if digits > 0 && (head == b"\"loader\": " || head.ends_with(b", \"loader\": ")) {
-                Some(u32::try_from(parse_int(id)?.0).ok()?)
-            } else if body.starts_with(b"\"rates\": [") && body.ends_with(b"]") {
-                None
-            } else {
-                return None;
-            }
-        };
-        Self::of_members(prop, flow, seq, ts, loader)
-    }
-
-    /// The stamp of a document's members as the fast paths read them; `None` for a
-    /// negative property.
-    fn of_members(prop: i64, flow: u8, seq: i64, ts: i64, loader: Option<u32>) -> Option<Stamp> {
-        Some(Stamp {
-            prop: u64::try_from(prop).ok()?,
-            flow,
-            seq,
-            ts,
-            loader,
-        })
     }
 
     fn decode_fast(p: &[u8]) -> Option<Stamp> {
@@ -131,7 +82,16 @@ impl Stamp {
             Some(b'}') | Some(b',') => {}
             _ => return None,
         }
-        Self::of_members(prop, flow, seq, ts, loader)
+        if prop < 0 {
+            return None;
+        }
+        Some(Stamp {
+            prop: prop as u64,
+            flow,
+            seq,
+            ts,
+            loader,
+        })
     }
 
     fn decode_slow(p: &[u8]) -> Result<Stamp, StampError> {
@@ -299,42 +259,6 @@ mod tests {
                 String::from_utf8_lossy(g)
             );
         }
-    }
-
-    /// Documents as PostgreSQL 15's jsonb gives them back (`select '…'::jsonb`): the
-    /// jsonb fast path reads exactly what the JSON parser reads, and still counts as
-    /// re-serialised; what it does not know goes to the parser.
-    #[test]
-    fn jsonb_order_is_read_fast_and_agrees_with_the_parser() {
-        let docs: [&[u8]; 4] = [
-            br#"{"ts": 5, "seq": 0, "flow": "A", "prop": 3}"#,
-            br#"{"ts": -5, "seq": 0, "flow": "A", "prop": 3, "rates": [{"d": "2024-01-01", "p": 1.5}], "loader": 2}"#,
-            br#"{"ts": 1700000000000000, "seq": 42, "flow": "B", "prop": 17, "rates": [{"d": "2024-01-01", "p": 1.5}]}"#,
-            br#"{"ts": 9, "seq": 3, "flow": "B", "prop": 8, "loader": 4294967295}"#,
-        ];
-        for d in docs {
-            let text = String::from_utf8_lossy(d);
-            let parsed = Stamp::decode_slow(d).unwrap();
-            assert_eq!(Stamp::decode_jsonb(d), Some(parsed), "{text}");
-            assert_eq!(Stamp::decode(d).unwrap(), (parsed, true), "{text}");
-        }
-        // Not jsonb's shape (a member it does not know last, a loader id beyond u32,
-        // a loader that is not a number): the parser decides.
-        let other: [&[u8]; 3] = [
-            br#"{"ts": 1, "seq": 2, "flow": "A", "prop": 3, "zzzzzzz": 1}"#,
-            br#"{"ts": 1, "seq": 2, "flow": "A", "prop": 3, "loader": 4294967296}"#,
-            br#"{"ts": 1, "seq": 2, "flow": "A", "prop": 3, "loader": "x"}"#,
-        ];
-        for d in other {
-            assert_eq!(
-                Stamp::decode_jsonb(d),
-                None,
-                "{}",
-                String::from_utf8_lossy(d)
-            );
-        }
-        assert_eq!(Stamp::decode(other[0]).unwrap().0.prop, 3);
-        assert!(Stamp::decode(other[1]).is_err());
     }
 
     #[test]
