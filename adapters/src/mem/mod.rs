@@ -207,6 +207,27 @@ struct MemStats {
     faults_applied: Counter,
 }
 
+impl MemStats {
+    /// Add `other`'s counts to these.
+    fn add(&self, other: &MemStats) {
+        self.published.add(other.published.get());
+        self.delivered.add(other.delivered.get());
+        self.acked.add(other.acked.get());
+        self.refused.add(other.refused.get());
+        self.faults_applied.add(other.faults_applied.get());
+    }
+
+    /// Add a topic's publishes and its groups' deliveries, acks and refusals.
+    fn add_topic(&self, t: &Topic) {
+        self.published.add(t.published.get());
+        for (_, g) in &t.groups {
+            self.delivered.add(g.stats.delivered.get());
+            self.acked.add(g.stats.acked.get());
+            self.refused.add(g.stats.refused.get());
+        }
+    }
+}
+
 /// What the snapshot adds to the counters: measured when asked.
 #[derive(Serialize)]
 struct MemGauges {
@@ -458,12 +479,7 @@ impl Broker for MemBroker {
         if topology.reset {
             // What the dropped topics counted stays in the broker's counters.
             for t in topics.values() {
-                self.stats.published.add(t.published.get());
-                for (_, g) in &t.groups {
-                    self.stats.delivered.add(g.stats.delivered.get());
-                    self.stats.acked.add(g.stats.acked.get());
-                    self.stats.refused.add(g.stats.refused.get());
-                }
+                self.stats.add_topic(t);
             }
             topics.clear();
         }
@@ -744,18 +760,9 @@ impl Broker for MemBroker {
         let topics = self.topics.read();
         let distinct_keys: u64 = topics.values().map(|t| t.distinct_keys.get()).sum();
         let sum = MemStats::default();
-        sum.faults_applied.set(self.stats.faults_applied.get());
-        sum.published.set(self.stats.published.get());
-        sum.delivered.set(self.stats.delivered.get());
-        sum.acked.set(self.stats.acked.get());
-        sum.refused.set(self.stats.refused.get());
+        sum.add(&self.stats);
         for t in topics.values() {
-            sum.published.add(t.published.get());
-            for (_, g) in &t.groups {
-                sum.delivered.add(g.stats.delivered.get());
-                sum.acked.add(g.stats.acked.get());
-                sum.refused.add(g.stats.refused.get());
-            }
+            sum.add_topic(t);
         }
         let mut m = counter::snapshot("mem_", &sum);
         m.extend(counter::snapshot("mem_", &MemGauges { distinct_keys }));
