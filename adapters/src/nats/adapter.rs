@@ -81,6 +81,18 @@ struct Stats {
     /// acked (a delivery lost in flight, in a failover, and redelivered after its ack
     /// wait): handed, out of order ([`AckedSeqs`]).
     late_deliveries: Counter,
+    /// Deliveries under a stream sequence the lane had acked for a different message
+    /// (another subject or payload): the stream gave the sequence to a second message,
+    /// as when a replica's log is replaced after a partition. Handed, never taken for a
+    /// redelivery ([`AckedSeqs`]).
+    reused_sequences: Counter,
+    /// Deliveries of a message this lane had acked under another stream sequence (same
+    /// subject and payload): the stream holds the message twice, or the server answered
+    /// a sequence with a message it holds elsewhere. Handed, as any at-least-once
+    /// client would (the checker counts the duplicate); acking it acks the sequence, so
+    /// whatever the stream holds there for the other replicas is skipped for this
+    /// group. What the NATS partition cell's losses came with (docs/reliability.md).
+    copies_under_new_sequence: Counter,
     naks: Counter,
     errors: CounterMap,
 }
@@ -390,7 +402,8 @@ impl NatsBroker {
                     }
                 }
                 self.stats.fetched.add(got.len() as u64);
-                // (message, stream sequence, delivery count), the reply subject parsed once.
+                // (message, stream sequence, delivery count, fingerprint), the reply
+                // subject parsed once.
                 let got: Vec<_> = got
                     .into_iter()
                     .map(|m| {
@@ -398,30 +411,38 @@ impl NatsBroker {
                             Ok(i) => (i.stream_sequence, i.delivered),
                             Err(_) => (0, 1),
                         };
-                        (m, seq, delivered)
+                        let print = fingerprint(m.subject.as_str(), &m.payload);
+                        (m, seq, delivered, print)
                     })
                     .collect();
-                let (got, superseded) = newest_copies(got, |&(_, seq, _)| seq);
+                let (got, superseded) = newest_copies(got, |&(_, seq, _, print)| (seq, print));
                 self.stats.stale_redeliveries.add(superseded);
 
                 // Keep the lane's order: nothing after a refused message until it is back.
                 let mut accept = Vec::with_capacity(got.len());
                 let mut defer = Vec::new();
-                for (m, seq, delivered) in got {
+                for (m, seq, delivered, print) in got {
+                    if seq != 0 && acked.acked_elsewhere(seq, print).is_some() {
+                        self.stats.copies_under_new_sequence.inc();
+                    }
                     if seq != 0 && seq <= floor && !waiting.contains(&seq) {
-                        if acked.contains(seq) {
-                            self.stats.stale_redeliveries.inc();
-                            if let Err(e) = m.ack().await {
-                                self.stats.error("ack", &classify(e.to_string()));
+                        match acked.seen(seq, print) {
+                            Seen::Same => {
+                                self.stats.stale_redeliveries.inc();
+                                if let Err(e) = m.ack().await {
+                                    self.stats.error("ack", &classify(e.to_string()));
+                                }
+                                continue;
                             }
-                            continue;
+                            Seen::Other => self.stats.reused_sequences.inc(),
+                            Seen::Not => {}
                         }
                         self.stats.late_deliveries.inc();
                     }
                     let in_order = waiting.first().is_none_or(|&w| seq <= w);
                     if defer.is_empty() && in_order {
                         waiting.remove(&seq);
-                        accept.push((m, seq, delivered > 1));
+                        accept.push((m, seq, delivered > 1, print));
                     } else {
                         defer.push((m, seq));
                     }
@@ -438,7 +459,7 @@ impl NatsBroker {
 
                 // Runs of one batch key, in order, one handler call at a time.
                 let mut runs: Vec<(String, Run)> = Vec::new();
-                for (m, seq, again) in accept {
+                for (m, seq, again, print) in accept {
                     let key = m
                         .subject
                         .as_str()
@@ -448,13 +469,13 @@ impl NatsBroker {
                         .unwrap_or_default();
                     let bk = self.batch_key(&key);
                     match runs.last_mut() {
-                        Some((k, v)) if *k == bk => v.push((m, seq, again)),
-                        _ => runs.push((bk, vec![(m, seq, again)])),
+                        Some((k, v)) if *k == bk => v.push((m, seq, again, print)),
+                        _ => runs.push((bk, vec![(m, seq, again, print)])),
                     }
                 }
                 let mut refused_at: Option<usize> = None;
                 for (i, (bk, run)) in runs.iter().enumerate() {
-                    let again = run.iter().filter(|(_, _, a)| *a).count() as u64;
+                    let again = run.iter().filter(|(_, _, a, _)| *a).count() as u64;
                     if again > 0 {
                         counters.redelivered.add(again);
                         self.stats.redelivered.add(again);
@@ -463,7 +484,7 @@ impl NatsBroker {
                         key: Arc::from(bk.as_str()),
                         messages: run
                             .iter()
-                            .map(|(m, _, a)| Delivery {
+                            .map(|(m, _, a, _)| Delivery {
                                 payload: m.payload.clone(),
                                 redelivered: *a,
                             })
@@ -477,7 +498,7 @@ impl NatsBroker {
                     match disposition {
                         Disposition::Ack => {
                             let mut failed = 0u64;
-                            for (m, _, _) in run {
+                            for (m, _, _, _) in run {
                                 if let Err(e) = m.ack().await {
                                     failed += 1;
                                     self.stats.error("ack", &classify(e.to_string()));
@@ -486,18 +507,18 @@ impl NatsBroker {
                             counters.acked.add(n - failed);
                             counters.ack_errors.add(failed);
                             self.stats.acked.add(n - failed);
-                            if let Some(top) = run.iter().map(|(_, seq, _)| *seq).max() {
+                            if let Some(top) = run.iter().map(|(_, seq, _, _)| *seq).max() {
                                 floor = floor.max(top);
                             }
-                            for (_, seq, _) in run {
-                                acked.insert(*seq);
+                            for (_, seq, _, print) in run {
+                                acked.insert(*seq, *print);
                             }
                         }
                         Disposition::Refuse => {
                             counters.refused.add(n);
                             self.stats.refused.add(n);
                             blocked_until = Instant::now() + lease;
-                            for (m, seq, _) in run {
+                            for (m, seq, _, _) in run {
                                 waiting.insert(*seq);
                                 self.nak(m, lease).await;
                             }
@@ -512,7 +533,7 @@ impl NatsBroker {
                     let delay = lease + Duration::from_millis(20);
                     for (_, run) in rest {
                         self.stats.deferred.add(run.len() as u64);
-                        for (m, seq, _) in run {
+                        for (m, seq, _, _) in run {
                             waiting.insert(seq);
                             self.nak(&m, delay).await;
                         }
@@ -530,49 +551,102 @@ impl NatsBroker {
     }
 }
 
-/// The stream sequences a lane acked most recently, at most [`AckedSeqs::KEPT`]. A
-/// delivery at or below the lane's highest acked sequence is either a redelivery of a
-/// message the lane acked (its ack wait ran out while it waited in the client: acked
-/// again, never handed twice) or a first delivery that came late, after later ones:
-/// one lost in flight in a failover and redelivered after its ack wait. Only the
-/// sequences kept here tell them apart; one that is not here is handed (out of order,
-/// counted as `late_deliveries`), never dropped: a redelivery older than the kept
-/// window is then a duplicate the checker counts, not a message silently acked away.
+/// The stream sequences a lane acked most recently, at most [`AckedSeqs::KEPT`], each
+/// with the [`fingerprint`] of the message it held. A delivery at or below the lane's
+/// highest acked sequence is one of three things:
+/// - a redelivery of a message the lane acked (its ack wait ran out while it waited in
+///   the client): same sequence, same fingerprint; acked again, never handed twice;
+/// - a first delivery that came late, after later ones (lost in flight in a failover
+///   and redelivered after its ack wait): a sequence not kept here; handed, out of
+///   order, counted as `late_deliveries`;
+/// - a different message under a sequence the lane acked before: the stream gave the
+///   sequence out twice (a replica's log replaced after a partition); handed, counted
+///   as `reused_sequences`. Taking the sequence alone for the message acked such a
+///   delivery away unseen: a loss the checker charged to the system.
+///
+/// A redelivery older than the kept window is handed again: a duplicate the checker
+/// counts, never a message silently acked away.
 #[derive(Debug, Default)]
 struct AckedSeqs {
-    set: BTreeSet<u64>,
+    set: BTreeMap<u64, u64>,
+    /// The same acks by fingerprint: the sequence each message was acked under.
+    at: HashMap<u64, u64>,
+}
+
+/// What a lane knows of a stream sequence it is handed again ([`AckedSeqs::seen`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// Acked, and the same message: a redelivery.
+    Same,
+    /// Acked, but for another message: the sequence was given out twice.
+    Other,
+    /// Not among the kept acks.
+    Not,
 }
 
 impl AckedSeqs {
     const KEPT: usize = 4096;
 
-    fn insert(&mut self, seq: u64) {
-        self.set.insert(seq);
+    fn insert(&mut self, seq: u64, print: u64) {
+        if let Some(old) = self.set.insert(seq, print) {
+            if self.at.get(&old) == Some(&seq) {
+                self.at.remove(&old);
+            }
+        }
+        self.at.insert(print, seq);
         while self.set.len() > Self::KEPT {
-            self.set.pop_first();
+            if let Some((s, p)) = self.set.pop_first() {
+                if self.at.get(&p) == Some(&s) {
+                    self.at.remove(&p);
+                }
+            }
         }
     }
 
-    fn contains(&self, seq: u64) -> bool {
-        self.set.contains(&seq)
+    /// The other stream sequence this message was acked under, if any: the lane is
+    /// handed a copy of a message it acked, under a new sequence.
+    fn acked_elsewhere(&self, seq: u64, print: u64) -> Option<u64> {
+        self.at.get(&print).copied().filter(|&s| s != seq)
+    }
+
+    fn seen(&self, seq: u64, print: u64) -> Seen {
+        match self.set.get(&seq) {
+            Some(&p) if p == print => Seen::Same,
+            Some(_) => Seen::Other,
+            None => Seen::Not,
+        }
     }
 }
 
-/// One copy per stream sequence (by `seq`; 0, unknown, is never merged), at the first
-/// copy's place in the fetch, and how many copies were dropped. A message that waited
+/// A delivered message's identity apart from its stream sequence: FNV-1a over its
+/// subject (topic, lane and key) and its payload (which carries the publish's stamp).
+/// Two deliveries with one sequence and one fingerprint are copies of one message.
+fn fingerprint(subject: &str, payload: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for part in [subject.as_bytes(), b"\x00", payload] {
+        for &b in part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// One copy per stream sequence and fingerprint (by `id`; sequence 0, unknown, is never
+/// merged), at the first copy's place in the fetch, and how many copies were dropped. A message that waited
 /// in the client past its ack wait comes back from the server; when the redelivery
 /// lands in the same fetch as the copy it replaces, the lane's floor cannot tell it
 /// (neither is acked yet), so it is caught here. The newest copy is kept: it holds the
 /// live delivery, whose ack or nak the server honours; the superseded one is dropped
 /// unanswered (its lease is already over).
-fn newest_copies<T>(got: Vec<T>, seq: impl Fn(&T) -> u64) -> (Vec<T>, u64) {
-    let mut at: HashMap<u64, usize> = HashMap::with_capacity(got.len());
+fn newest_copies<T>(got: Vec<T>, id: impl Fn(&T) -> (u64, u64)) -> (Vec<T>, u64) {
+    let mut at: HashMap<(u64, u64), usize> = HashMap::with_capacity(got.len());
     let mut out: Vec<T> = Vec::with_capacity(got.len());
     let mut superseded = 0;
     for m in got {
-        let s = seq(&m);
+        let s = id(&m);
         match at.get(&s) {
-            Some(&i) if s != 0 => {
+            Some(&i) if s.0 != 0 => {
                 superseded += 1;
                 out[i] = m;
             }
@@ -610,8 +684,8 @@ fn place(
     p.replicas.insert(stream, replicas);
 }
 
-/// One batch key's deliveries: (message, stream sequence, redelivered).
-type Run = Vec<(jetstream::Message, u64, bool)>;
+/// One batch key's deliveries: (message, stream sequence, redelivered, fingerprint).
+type Run = Vec<(jetstream::Message, u64, bool, u64)>;
 
 /// What a stream's lane tasks share.
 struct StreamCtx {
@@ -1050,10 +1124,31 @@ mod tests {
 
     #[test]
     fn a_redelivery_in_the_same_fetch_replaces_its_copy_in_place() {
-        // (stream sequence, delivery count): 3 and 4 came back while they waited.
-        let got = vec![(3, 1), (4, 1), (7, 1), (3, 2), (4, 2), (0, 1), (0, 1)];
-        let (kept, superseded) = newest_copies(got, |m| m.0);
-        assert_eq!(kept, vec![(3, 2), (4, 2), (7, 1), (0, 1), (0, 1)]);
+        // (stream sequence, delivery count, fingerprint): 3 and 4 came back while they
+        // waited; 7 came twice holding two messages (a sequence given out twice):
+        // both are kept.
+        let got = vec![
+            (3, 1, 30),
+            (4, 1, 40),
+            (7, 1, 70),
+            (3, 2, 30),
+            (7, 1, 71),
+            (4, 2, 40),
+            (0, 1, 1),
+            (0, 1, 1),
+        ];
+        let (kept, superseded) = newest_copies(got, |m| (m.0, m.2));
+        assert_eq!(
+            kept,
+            vec![
+                (3, 2, 30),
+                (4, 2, 40),
+                (7, 1, 70),
+                (7, 1, 71),
+                (0, 1, 1),
+                (0, 1, 1)
+            ]
+        );
         assert_eq!(superseded, 2);
     }
 
@@ -1125,16 +1220,71 @@ mod tests {
         let mut a = AckedSeqs::default();
         for s in 1..=(AckedSeqs::KEPT as u64 + 10) {
             if s != 44 {
-                a.insert(s);
+                a.insert(s, s * 10);
             }
         }
         // 44 was never acked: whatever the floor, it is not stale.
-        assert!(!a.contains(44));
-        assert!(a.contains(AckedSeqs::KEPT as u64 + 10));
+        assert_eq!(a.seen(44, 440), Seen::Not);
+        let top = AckedSeqs::KEPT as u64 + 10;
+        assert_eq!(a.seen(top, top * 10), Seen::Same);
         // The oldest fell out of the window (handed again if redelivered: a counted
         // duplicate, never a drop).
-        assert!(!a.contains(1));
+        assert_eq!(a.seen(1, 10), Seen::Not);
         assert_eq!(a.set.len(), AckedSeqs::KEPT);
+    }
+
+    /// CI of `c8e96ccb`, the NATS R3 partition cell: key 7 seq 83 of `cm-ota-prices`
+    /// reached one of the topic's five groups; the other four had nothing pending at
+    /// the end, and three of them had a duplicate. A lane that took a stream sequence
+    /// alone for its message acked away a new message under a sequence it had acked
+    /// for another. The same sequence with another subject or payload is not a
+    /// redelivery.
+    #[test]
+    fn a_sequence_acked_for_one_message_does_not_hide_another() {
+        let mut a = AckedSeqs::default();
+        let first = fingerprint("cb.cm_ota_prices.l3.p7", br#"{"seq":82}"#);
+        a.insert(83, first);
+        assert_eq!(a.seen(83, first), Seen::Same);
+        let other = fingerprint("cb.cm_ota_prices.l3.p7", br#"{"seq":83}"#);
+        assert_ne!(other, first);
+        assert_eq!(a.seen(83, other), Seen::Other);
+        let elsewhere = fingerprint("cb.cm_ota_prices.l3.p8", br#"{"seq":82}"#);
+        assert_eq!(a.seen(83, elsewhere), Seen::Other);
+        // Subject and payload are not run together: the separator keeps them apart.
+        assert_ne!(fingerprint("ab", b"c"), fingerprint("a", b"bc"));
+    }
+
+    /// The NATS partition cell's losses came with a copy: the message before the lost
+    /// one, delivered again under the lost one's sequence. A lane tells a copy of a
+    /// message it acked, under another sequence, from a redelivery (the same sequence)
+    /// and from a new message; it forgets the copy's first sequence with the window.
+    #[test]
+    fn a_copy_of_an_acked_message_under_another_sequence_is_seen() {
+        let mut a = AckedSeqs::default();
+        let m97 = fingerprint("cb.cm_ota_prices.l5.p3", br#"{"prop":3,"seq":97}"#);
+        let m98 = fingerprint("cb.cm_ota_prices.l5.p1", br#"{"prop":1,"seq":98}"#);
+        a.insert(500, m97);
+        assert_eq!(a.acked_elsewhere(500, m97), None, "a redelivery is no copy");
+        assert_eq!(a.acked_elsewhere(501, m97), Some(500));
+        assert_eq!(
+            a.acked_elsewhere(501, m98),
+            None,
+            "a new message is no copy"
+        );
+        // Acking the copy under 501 too: both sequences are kept, the newest answers.
+        a.insert(501, m97);
+        assert_eq!(a.acked_elsewhere(502, m97), Some(501));
+        assert_eq!(a.seen(500, m97), Seen::Same);
+        // A sequence acked again for another message no longer names the first.
+        a.insert(501, m98);
+        assert_eq!(a.acked_elsewhere(502, m97), None);
+        assert_eq!(a.acked_elsewhere(502, m98), Some(501));
+        // Out of the window, out of mind.
+        for s in 1000..(1000 + AckedSeqs::KEPT as u64) {
+            a.insert(s, s);
+        }
+        assert_eq!(a.acked_elsewhere(9, m98), None);
+        assert!(a.at.len() <= AckedSeqs::KEPT, "{}", a.at.len());
     }
 
     #[test]
