@@ -205,7 +205,7 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
     ) else {
         return;
     };
-    let (code, r, text, _tmp, seen) = watched_cell(
+    let (code, r, text, tmp, seen) = watched_cell(
         &c,
         4222,
         "nats-smoke.yaml",
@@ -222,21 +222,45 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
     );
     let t = &r["verdict"]["totals"];
     let cl = &r["faults"]["cluster"];
+    let bs = &r["broker_stats"];
     eprintln!(
-        "nats R3 leader partition: exit {code} outcome {} lost_acked {} duplicates {} served {} unavailability {} recovery {} leader changes {} cut {}",
-        r["outcome"], t["lost_acked"], t["duplicates"], r["load"]["served_in_window"],
+        "nats R3 leader partition: exit {code} outcome {} lost_acked {} duplicates {} copies under a new sequence {} late deliveries {} reused sequences {} stale redeliveries {} served {} unavailability {} recovery {} leader changes {} cut {}",
+        r["outcome"], t["lost_acked"], t["duplicates"], bs["nats_copies_under_new_sequence"],
+        bs["nats_late_deliveries"], bs["nats_reused_sequences"], bs["nats_stale_redeliveries"],
+        r["load"]["served_in_window"],
         r["faults"]["figures"]["unavailability_ms"], r["faults"]["figures"]["recovery"],
         cl["leader_changes"].as_array().map_or(0, Vec::len),
         r["faults"]["events"][0]["detail"]
     );
     assert!(matches!(code, 0 | 3 | 4), "exit {code}: {text}");
     assert_cut_and_heal(&r, &seen);
-    assert_eq!(
-        u(&t["lost_acked"]),
-        0,
-        "R3 lost acknowledged messages: {}",
-        show(&r)
-    );
+    // R3's promise: nothing acknowledged is lost. What this test holds the harness to
+    // is the part it can tell apart: every acknowledged message is kept by the stream,
+    // so each one a group missed was delivered to another group of its topic. A
+    // message kept by the stream and never delivered to one group is a loss in
+    // delivery: NATS 2.9.10 gave that in 2 of 16 runs of this cell
+    // (docs/reliability.md, "Deliveries NATS skipped"). The lane acks a stream
+    // sequence only for what it handed under that sequence (or a copy of it, same
+    // subject and payload), so a skipped message means the server answered its
+    // sequence with something else, or dropped it from the consumer's pending set.
+    // The record must show such a loss as what it is: a FAIL, exit 3.
+    let lost = u(&t["lost_acked"]);
+    if lost > 0 {
+        assert_eq!(code, 3, "a loss must fail the cell: {text}");
+        assert_eq!(r["outcome"], "FAIL", "{}", show(&r));
+        let kept = kept_elsewhere(&tmp.path().join("cell"), &r);
+        assert!(
+            kept.missing.is_empty(),
+            "R3 lost acknowledged messages from the stream (no group of the topic got them): {:?}: {}",
+            kept.missing,
+            show(&r)
+        );
+        eprintln!(
+            "finding (NATS): {lost} acknowledged deliveries skipped, {} messages, each delivered to another group of its topic; {} copies under a new sequence",
+            kept.found,
+            bs["nats_copies_under_new_sequence"]
+        );
+    }
     assert_eq!(u(&t["aborted_reads"]), 0, "{}", show(&r));
     // The record says who led: every stream (one per topic) on three replicas,
     // leaders each second.
@@ -271,6 +295,54 @@ fn real_cluster_nats_r3_minority_partition_of_the_leader() {
         "{}",
         r["provenance"]
     );
+}
+
+/// What [`kept_elsewhere`] found of the messages the streams with `lost_acked` missed.
+#[derive(Debug, Default)]
+struct KeptElsewhere {
+    /// Missed messages another group of the same topic was delivered.
+    found: usize,
+    /// (stream, prop, seq) of missed messages no group of the topic was delivered.
+    missing: Vec<(String, u64, u64)>,
+}
+
+/// For each stream that lost acknowledged messages, the checker's gaps (prop, seq
+/// range) looked up in the stream logs of the topic's other groups (`<topic>_<group>`,
+/// lines `prop,seq`).
+fn kept_elsewhere(dir: &std::path::Path, r: &Value) -> KeptElsewhere {
+    let streams = r["verdict"]["streams"].as_array().expect("streams");
+    let lines = |name: &str| -> std::collections::HashSet<String> {
+        std::fs::read_to_string(dir.join(format!("{name}.log")))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = KeptElsewhere::default();
+    for s in streams.iter().filter(|s| u(&s["lost_acked"]) > 0) {
+        let name = s["name"].as_str().expect("name");
+        let topic = name.split('_').next().unwrap_or(name);
+        let others: Vec<_> = streams
+            .iter()
+            .filter_map(|o| o["name"].as_str())
+            .filter(|o| *o != name && o.split('_').next() == Some(topic))
+            .map(lines)
+            .collect();
+        let gaps = s["gap_examples"].as_array().expect("gap_examples");
+        assert!(!gaps.is_empty(), "{name}: lost_acked without gap examples");
+        for g in gaps {
+            let prop = u(&g["prop"]);
+            for seq in u(&g["from"])..=u(&g["to"]) {
+                let line = format!("{prop},{seq}");
+                if others.iter().any(|o| o.contains(&line)) {
+                    out.found += 1;
+                } else {
+                    out.missing.push((name.to_owned(), prop, seq));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// RabbitMQ quorum queues on three nodes (`pause_minority`): the node leading the
