@@ -100,27 +100,46 @@ fn tax_runs_both_sides(system: &str, sets: &[String]) -> (String, f64, Value) {
     let _one = support::serial();
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("tax.json");
-    let mut cmd = binary();
-    cmd.args([
-        "selftest", "tax", "--system", system, "--rate", "500", "--secs", "2", "--runs", "1",
-    ])
-    // A debug build on a loaded machine may not hold its rate or its schedule:
-    // that is a speed, and the test is about correctness.
-    .args(["--set", "warmup=1s", "--set", "void.loader_cpu_max=1"])
-    .args(["--set", "void.schedule_lag_p99_max=10s"]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.arg("--json").arg(&json).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let code = out.status.code();
-    // 0 PASS, or 8 when a side did not keep the rate; never 3 (something lost).
-    assert!(
-        matches!(code, Some(0) | Some(8)),
-        "{system}: exit {code:?}\n{stdout}\n{stderr}"
-    );
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // A bare Kafka run whose consumer group rebalanced re-reads from the committed
+    // offsets; the command leaves it out (`outcome: re-read`), as it must. That is the
+    // broker's group protocol, not the harness: such a sitting is run again, at most
+    // twice (CI of 24ec1338: 20 re-read of 1 510 on tansu, 1.3 %).
+    let mut attempt = 0;
+    let (stdout, t) = loop {
+        attempt += 1;
+        let mut cmd = binary();
+        cmd.args([
+            "selftest", "tax", "--system", system, "--rate", "500", "--secs", "2", "--runs", "1",
+        ])
+        // A debug build on a loaded machine may not hold its rate or its schedule:
+        // that is a speed, and the test is about correctness.
+        .args(["--set", "warmup=1s", "--set", "void.loader_cpu_max=1"])
+        .args(["--set", "void.schedule_lag_p99_max=10s"]);
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        let out = cmd.arg("--json").arg(&json).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code();
+        // 0 PASS, or 8 when a side did not keep the rate; never 3 (something lost).
+        assert!(
+            matches!(code, Some(0) | Some(8)),
+            "{system}: exit {code:?}\n{stdout}\n{stderr}"
+        );
+        let t: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let reread_only = t["left_out"].as_u64().is_some_and(|n| n > 0)
+            && t["runs"].as_array().is_some_and(|runs| {
+                runs.iter()
+                    .filter(|r| r["comparable"] == false)
+                    .all(|r| r["side"] == "bare" && r["outcome"] == "re-read")
+            });
+        if reread_only && attempt < 3 {
+            eprintln!("{system}: the bare run re-read after a rebalance (left out); again");
+            continue;
+        }
+        break (stdout, t);
+    };
     assert_eq!(t["system"], system);
     assert_eq!(t["rate_msgs_per_sec"], 500);
     assert_eq!(t["complete"], true, "{t:#}");
