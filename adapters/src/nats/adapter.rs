@@ -82,16 +82,17 @@ struct Stats {
     /// wait): handed, out of order ([`AckedSeqs`]).
     late_deliveries: Counter,
     /// Deliveries under a stream sequence the lane had acked for a different message
-    /// (another subject or payload): the stream gave the sequence to a second message,
-    /// as when a replica's log is replaced after a partition. Handed, never taken for a
-    /// redelivery ([`AckedSeqs`]).
+    /// (another subject or payload): the server gave the sequence to a second message.
+    /// Handed, never taken for a redelivery ([`AckedSeqs`]). 0 in every run measured
+    /// so far (docs/reliability.md, "Deliveries NATS skipped").
     reused_sequences: Counter,
     /// Deliveries of a message this lane had acked under another stream sequence (same
     /// subject and payload): the stream holds the message twice, or the server answered
     /// a sequence with a message it holds elsewhere. Handed, as any at-least-once
     /// client would (the checker counts the duplicate); acking it acks the sequence, so
     /// whatever the stream holds there for the other replicas is skipped for this
-    /// group. What the NATS partition cell's losses came with (docs/reliability.md).
+    /// group. An upstream stage's second publish of a message gives one too, in every
+    /// group of its topic (docs/reliability.md, "Deliveries NATS skipped").
     copies_under_new_sequence: Counter,
     naks: Counter,
     errors: CounterMap,
@@ -559,10 +560,10 @@ impl NatsBroker {
 /// - a first delivery that came late, after later ones (lost in flight in a failover
 ///   and redelivered after its ack wait): a sequence not kept here; handed, out of
 ///   order, counted as `late_deliveries`;
-/// - a different message under a sequence the lane acked before: the stream gave the
-///   sequence out twice (a replica's log replaced after a partition); handed, counted
-///   as `reused_sequences`. Taking the sequence alone for the message acked such a
-///   delivery away unseen: a loss the checker charged to the system.
+/// - a different message under a sequence the lane acked before: the server gave the
+///   sequence out twice; handed, counted as `reused_sequences`. Taking the sequence
+///   alone for the message would ack such a delivery away unseen, a loss the checker
+///   would charge to the system.
 ///
 /// A redelivery older than the kept window is handed again: a duplicate the checker
 /// counts, never a message silently acked away.
@@ -644,12 +645,12 @@ fn fingerprint(subject: &str, payload: &[u8]) -> u64 {
 }
 
 /// One copy per stream sequence and fingerprint (by `id`; sequence 0, unknown, is never
-/// merged), at the first copy's place in the fetch, and how many copies were dropped. A message that waited
-/// in the client past its ack wait comes back from the server; when the redelivery
-/// lands in the same fetch as the copy it replaces, the lane's floor cannot tell it
-/// (neither is acked yet), so it is caught here. The newest copy is kept: it holds the
-/// live delivery, whose ack or nak the server honours; the superseded one is dropped
-/// unanswered (its lease is already over).
+/// merged), at the first copy's place in the fetch, and how many copies were dropped.
+/// A message that waited in the client past its ack wait comes back from the server;
+/// when the redelivery lands in the same fetch as the copy it replaces, the lane's
+/// floor cannot tell it (neither is acked yet), so it is caught here. The newest copy
+/// is kept: it holds the live delivery, whose ack or nak the server honours; the
+/// superseded one is dropped unanswered (its lease is already over).
 fn newest_copies<T>(got: Vec<T>, id: impl Fn(&T) -> (u64, u64)) -> (Vec<T>, u64) {
     let mut at: HashMap<(u64, u64), usize> = HashMap::with_capacity(got.len());
     let mut out: Vec<T> = Vec::with_capacity(got.len());
@@ -1246,10 +1247,10 @@ mod tests {
 
     /// CI of `c8e96ccb`, the NATS R3 partition cell: key 7 seq 83 of `cm-ota-prices`
     /// reached one of the topic's five groups; the other four had nothing pending at
-    /// the end, and three of them had a duplicate. A lane that took a stream sequence
-    /// alone for its message acked away a new message under a sequence it had acked
-    /// for another. The same sequence with another subject or payload is not a
-    /// redelivery.
+    /// the end. The first suspect was the lane: one that takes a stream sequence alone
+    /// for its message would ack away a new message under a sequence it had acked for
+    /// another. (It was not the cause: `nats_reused_sequences` was 0 in every run
+    /// since.) The same sequence with another subject or payload is not a redelivery.
     #[test]
     fn a_sequence_acked_for_one_message_does_not_hide_another() {
         let mut a = AckedSeqs::default();
@@ -1279,8 +1280,8 @@ mod tests {
         }
     }
 
-    /// The NATS partition cell's losses came with a copy: the message before the lost
-    /// one, delivered again under the lost one's sequence. A lane tells a copy of a
+    /// In the logs of a NATS partition run that skipped a message, the groups that
+    /// missed it had been handed the message before it twice. A lane tells a copy of a
     /// message it acked, under another sequence, from a redelivery (the same sequence)
     /// and from a new message; it forgets the copy's first sequence with the window.
     #[test]
