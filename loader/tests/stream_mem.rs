@@ -116,26 +116,26 @@ fn pushes_spread_over_several_partitions_stay_in_order() {
     }
 }
 
-/// `stream.push.pacer: runtime`: the pacer is a task on the runtime's timer. The cell
-/// still offers its whole schedule and passes; the record says the pacer was a task,
-/// and its schedule lag, from tokio's millisecond timer, is measured, not hidden. Run
-/// as a process of its own, as `crossbench run` is: what the pacers got is recorded
-/// process-wide, and this binary's other tests run thread pacers at the same time.
-#[test]
-fn a_pacer_on_the_runtime_timer_offers_the_whole_schedule() {
+/// Run stream-smoke as a process of its own, as `crossbench run` is: what the pacers
+/// got is recorded process-wide, and this binary's other tests run pacers at the same
+/// time. Returns the exit code, stderr and the record.
+fn smoke_process(sets: &[&str]) -> (Option<i32>, String, Value, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cell");
     let mut cmd = support::binary();
     cmd.arg("run").arg(scenario("stream-smoke.yaml"));
-    for s in support::relaxed(&["stream.push.pacer=runtime", "duration=3s"]) {
+    for s in support::relaxed(sets) {
         cmd.args(["--set", s]);
     }
     let o = cmd.arg("--out").arg(&dir).arg("-q").output().unwrap();
-    let text = String::from_utf8_lossy(&o.stderr);
+    let text = String::from_utf8_lossy(&o.stderr).into_owned();
     let r = result(&dir);
-    assert_eq!(o.status.code(), Some(0), "{text}");
+    (o.status.code(), text, r, tmp)
+}
+
+/// The cell offered its whole schedule and every group saw it in order.
+fn whole_schedule(r: &Value, text: &str) {
     assert_eq!(r["outcome"], "PASS", "{text}");
-    assert_eq!(r["loader"]["pacer_priority"], "task");
     let f = &r["flows"]["S"];
     assert_eq!(u(&f["shed"]), 0, "{f}");
     assert_eq!(
@@ -146,10 +146,35 @@ fn a_pacer_on_the_runtime_timer_offers_the_whole_schedule() {
     let lag = &r["latency_ms"]["schedule_lag"];
     assert!(u(&lag["count"]) > 0, "{lag}");
     for g in ["stream_g1", "stream_g2"] {
-        let s = group(&r, g);
+        let s = group(r, g);
         assert_eq!(u(&s["gaps"]), 0, "{s}");
         assert_eq!(u(&s["order_violations"]), 0, "{s}");
     }
+}
+
+/// The default pacer has a thread of its own, and the record says what priority that
+/// thread got (root here: `fifo`; without the right, `nice` or `normal`), never `task`.
+#[test]
+fn the_default_pacer_thread_offers_the_whole_schedule_and_says_its_priority() {
+    let (code, text, r, _tmp) = smoke_process(&["duration=3s"]);
+    assert_eq!(code, Some(0), "{text}");
+    let got = r["loader"]["pacer_priority"].as_str().unwrap_or("?");
+    assert!(
+        ["fifo", "nice", "normal"].contains(&got),
+        "pacer_priority {got}: a thread pacer is never a task\n{text}"
+    );
+    whole_schedule(&r, &text);
+}
+
+/// `stream.push.pacer: runtime`: the pacer is a task on the runtime's `timerfd`. The
+/// cell still offers its whole schedule and passes, and the record says the pacer was
+/// a task; its schedule lag is measured, not hidden.
+#[test]
+fn a_pacer_on_the_runtime_timer_offers_the_whole_schedule() {
+    let (code, text, r, _tmp) = smoke_process(&["stream.push.pacer=runtime", "duration=3s"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(r["loader"]["pacer_priority"], "task", "{text}");
+    whole_schedule(&r, &text);
 }
 
 #[test]
