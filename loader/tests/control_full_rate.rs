@@ -10,32 +10,7 @@
 
 mod support;
 
-use std::path::Path;
-
-use serde_json::Value;
 use support::{scenario, u};
-
-/// `crossbench run` as a process of its own, as a user runs it: what the pacers got
-/// (`loader.pacer_priority`) is recorded process-wide. Returns (exit code,
-/// result.json, the directory holding the cell).
-fn run_process(scn: &Path, sets: &[&str]) -> (i32, Value, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("cell");
-    let mut cmd = support::binary();
-    cmd.arg("run").arg(scn);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd.arg("--out").arg(&dir).arg("-q").output().unwrap();
-    let code = o.status.code().unwrap_or(-1);
-    let json = std::fs::read_to_string(dir.join("result.json")).unwrap_or_else(|e| {
-        panic!(
-            "no result.json ({e}); exit {code}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        )
-    });
-    (code, serde_json::from_str(&json).unwrap(), tmp)
-}
 
 /// The harness's own ceiling, as a verdict: the seed's dense shape on the control
 /// broker (72 000 deliveries/s over 1950 lanes), briefly, must PASS with its rated
@@ -85,7 +60,7 @@ fn control_dense_holds_its_full_rate(extra: &[&str], priorities: &str) {
             "void.loader_cpu_max=1",
         ];
         sets.extend_from_slice(extra);
-        let (code, r, _tmp) = run_process(&scenario("control-dense.yaml"), &sets);
+        let (code, r, _text, _tmp) = support::run_process(&scenario("control-dense.yaml"), &sets);
         let got = r["loader"]["pacer_priority"].as_str().unwrap_or("?");
         assert!(
             priorities.split('|').any(|p| p == got),

@@ -36,30 +36,11 @@ fn cell(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
 /// [`cell`] through the `crossbench` binary: for what only a process of its own shows
 /// (its peak RSS is the loader's, not that of a test process that ran other cells).
 fn cell_binary(scn: &str, sets: &[String]) -> (i32, Value, String, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cell");
-    let mut c = support::binary();
-    c.arg("run")
-        .arg(scenario(scn))
-        .arg("--out")
-        .arg(&out)
-        .arg("-q");
     let sets: Vec<&str> = [SHORT_WARMUP]
         .into_iter()
         .chain(sets.iter().map(String::as_str))
         .collect();
-    for s in support::relaxed(&sets) {
-        c.args(["--set", s]);
-    }
-    let o = c.output().expect("running crossbench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let code = o.status.code().unwrap_or(-1);
-    let r = support::kept_result(&tmp, code, &text);
-    (code, r, text, tmp)
+    support::run_process(&scenario(scn), &support::relaxed(&sets))
 }
 
 fn totals(r: &Value) -> &Value {

@@ -116,21 +116,11 @@ fn pushes_spread_over_several_partitions_stay_in_order() {
     }
 }
 
-/// Run stream-smoke as a process of its own, as `crossbench run` is: what the pacers
+/// stream-smoke as a process of its own ([`support::run_process`]): what the pacers
 /// got is recorded process-wide, and this binary's other tests run pacers at the same
-/// time. Returns the exit code, stderr and the record.
-fn smoke_process(sets: &[&str]) -> (Option<i32>, String, Value, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("cell");
-    let mut cmd = support::binary();
-    cmd.arg("run").arg(scenario("stream-smoke.yaml"));
-    for s in support::relaxed(sets) {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd.arg("--out").arg(&dir).arg("-q").output().unwrap();
-    let text = String::from_utf8_lossy(&o.stderr).into_owned();
-    let r = result(&dir);
-    (o.status.code(), text, r, tmp)
+/// time.
+fn smoke_process(sets: &[&str]) -> (i32, Value, String, tempfile::TempDir) {
+    support::run_process(&scenario("stream-smoke.yaml"), &support::relaxed(sets))
 }
 
 /// The cell offered its whole schedule and every group saw it in order.
@@ -156,8 +146,8 @@ fn whole_schedule(r: &Value, text: &str) {
 /// thread got (root here: `fifo`; without the right, `nice` or `normal`), never `task`.
 #[test]
 fn the_default_pacer_thread_offers_the_whole_schedule_and_says_its_priority() {
-    let (code, text, r, _tmp) = smoke_process(&["duration=3s"]);
-    assert_eq!(code, Some(0), "{text}");
+    let (code, r, text, _tmp) = smoke_process(&["duration=3s"]);
+    assert_eq!(code, 0, "{text}");
     let got = r["loader"]["pacer_priority"].as_str().unwrap_or("?");
     assert!(
         ["fifo", "nice", "normal"].contains(&got),
@@ -171,8 +161,8 @@ fn the_default_pacer_thread_offers_the_whole_schedule_and_says_its_priority() {
 /// a task; its schedule lag is measured, not hidden.
 #[test]
 fn a_pacer_on_the_runtime_timer_offers_the_whole_schedule() {
-    let (code, text, r, _tmp) = smoke_process(&["stream.push.pacer=runtime", "duration=3s"]);
-    assert_eq!(code, Some(0), "{text}");
+    let (code, r, text, _tmp) = smoke_process(&["stream.push.pacer=runtime", "duration=3s"]);
+    assert_eq!(code, 0, "{text}");
     assert_eq!(r["loader"]["pacer_priority"], "task", "{text}");
     whole_schedule(&r, &text);
 }

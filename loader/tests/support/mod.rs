@@ -185,6 +185,36 @@ pub fn binary() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_crossbench"))
 }
 
+/// `crossbench run <scn> --out <dir> -q --set …` as a process of its own, as a user
+/// runs it: for what only a process shows (what its pacers got, `loader.pacer_priority`,
+/// is recorded process-wide; its peak RSS is the loader's alone). `sets` are given as
+/// they are (pass them through [`relaxed`] where the VOID rule should be). Returns
+/// (exit code, -1 if a signal ended it; result.json, kept on request ([`keep`]); its
+/// stdout and stderr; the temporary directory that holds `cell`). A cell that wrote no
+/// result.json fails the test with its exit code and output.
+pub fn run_process(scn: &Path, sets: &[&str]) -> (i32, Value, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = binary();
+    cmd.arg("run").arg(scn);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd
+        .arg("--out")
+        .arg(tmp.path().join("cell"))
+        .arg("-q")
+        .output()
+        .expect("running crossbench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let code = o.status.code().unwrap_or(-1);
+    let r = kept_result(&tmp, code, &text);
+    (code, r, text, tmp)
+}
+
 /// Send signal `sig` to a child process (`kill -<sig>`): where a signal is what is
 /// under test.
 pub fn signal(child: &std::process::Child, sig: i32) {
