@@ -203,8 +203,84 @@ struct Ctx {
 }
 
 /// How long a `kill-leader` or `isolate: leader` waits for the system to say who
-/// leads.
+/// leads: it asks again every [`LEADER_ASK_AGAIN`] while the answer names no leader
+/// (a management API still busy after a heal, an election under way).
 const LEADER_ANSWER: Duration = Duration::from_secs(15);
+
+/// The pause between two questions of who leads, within [`LEADER_ANSWER`].
+const LEADER_ASK_AGAIN: Duration = Duration::from_millis(500);
+
+/// Ask `ask` who leads `stream` (empty: the node leading the most streams) until an
+/// answer names a leader: again every `again` while the answers name none, until
+/// `within` has passed or `end` is cancelled. The error is the last answer's, with how
+/// many times the system was asked and the first reason a stream went unanswered.
+async fn who_leads<F, Fut>(
+    mut ask: F,
+    stream: &str,
+    end: &CancellationToken,
+    within: Duration,
+    again: Duration,
+) -> Result<(adapters::placement::Placement, String), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<adapters::placement::Placement>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    let mut asked = 0u32;
+    loop {
+        asked += 1;
+        let p = match tokio::time::timeout_at(deadline, ask()).await {
+            Err(_) if asked == 1 => {
+                return Err(format!("the system did not say who leads within {within:?}"))
+            }
+            Err(_) => {
+                return Err(format!(
+                    "the system named no leader within {within:?} (asked {asked} times; the last question was not answered)"
+                ))
+            }
+            Ok(p) => p.ok_or("this adapter cannot say where its streams are led (give its management or monitoring address, docs/reliability.md)")?,
+        };
+        let named = if stream.is_empty() {
+            p.busiest_leader().map(str::to_string)
+        } else {
+            p.leaders.get(stream).cloned()
+        };
+        if let Some(id) = named {
+            return Ok((p, id));
+        }
+        let later = tokio::time::Instant::now() + again;
+        let over = later >= deadline
+            || tokio::select! {
+                _ = end.cancelled() => true,
+                _ = tokio::time::sleep_until(later) => false,
+            };
+        if over {
+            let times = if asked == 1 {
+                "asked once".to_string()
+            } else {
+                format!("asked {asked} times within {within:?}")
+            };
+            let why = p
+                .unanswered
+                .values()
+                .next()
+                .map(|w| format!("; the first unanswered: {w}"))
+                .unwrap_or_default();
+            return Err(if stream.is_empty() {
+                format!(
+                    "no stream had a leader the system would name ({} leaderless, {} unanswered; {times}{why})",
+                    p.leaderless.len(),
+                    p.unanswered.len()
+                )
+            } else {
+                format!(
+                    "the system named no leader of {stream} (streams it answered for: {}; {times}{why})",
+                    p.leaders.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            });
+        }
+    }
+}
 
 impl Ctx {
     fn now_ms(&self) -> (i64, i64) {
@@ -273,32 +349,19 @@ impl Ctx {
     }
 
     /// The node that leads `params.stream` (or the most streams), as the adapter's
-    /// placement answers, and the sentence that says so.
+    /// placement answers ([`who_leads`]), and the sentence that says so.
     async fn leader(&self, cluster: &ClusterSection) -> Result<(ClusterNode, String), String> {
         let Some(b) = &self.broker else {
             return Err("no adapter to ask who leads".into());
         };
-        let p = tokio::time::timeout(LEADER_ANSWER, b.placement())
-            .await
-            .map_err(|_| format!("the system did not say who leads within {LEADER_ANSWER:?}"))?
-            .ok_or("this adapter cannot say where its streams are led (give its management or monitoring address, docs/reliability.md)")?;
-        let stream = &self.spec.params.stream;
-        let id = if stream.is_empty() {
-            p.busiest_leader().map(str::to_string).ok_or_else(|| {
-                format!(
-                    "no stream had a leader the system would name ({} leaderless, {} unanswered)",
-                    p.leaderless.len(),
-                    p.unanswered.len()
-                )
-            })?
-        } else {
-            p.leaders.get(stream).cloned().ok_or_else(|| {
-                format!(
-                    "the system named no leader of {stream} (streams it answered for: {})",
-                    p.leaders.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })?
-        };
+        let (p, id) = who_leads(
+            || b.placement(),
+            &self.spec.params.stream,
+            &self.end,
+            LEADER_ANSWER,
+            LEADER_ASK_AGAIN,
+        )
+        .await?;
         let node = cluster.node_of_system_id(&id).cloned().ok_or_else(|| {
             format!(
                 "the leader {id:?} is none of cluster.nodes ({}): give each node's `id` as the system names it",
@@ -889,6 +952,60 @@ mod tests {
         assert!(spans[0].end_unix_ms.is_some());
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// Answers in turn: the first `unanswered` answers name no leader, then one does.
+    fn answers(
+        unanswered: usize,
+    ) -> (
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        impl FnMut() -> std::future::Ready<Option<adapters::placement::Placement>>,
+    ) {
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let n = asked.clone();
+        let ask = move || {
+            let k = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut p = adapters::placement::Placement::default();
+            if k < unanswered {
+                p.unanswered
+                    .insert("q1".into(), "GET /api/queues: no answer within 5s".into());
+            } else {
+                p.leaders.insert("q1".into(), "rabbit@n2".into());
+            }
+            std::future::ready(Some(p))
+        };
+        (asked, ask)
+    }
+
+    #[tokio::test]
+    async fn who_leads_asks_again_while_no_leader_is_named() {
+        let end = CancellationToken::new();
+        let ms = Duration::from_millis;
+        let (asked, ask) = answers(2);
+        let (_, id) = who_leads(ask, "", &end, ms(2000), ms(10)).await.unwrap();
+        assert_eq!(id, "rabbit@n2");
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // Never named within the time: the last answer's reason, and how often.
+        let (asked, ask) = answers(usize::MAX);
+        let why = who_leads(ask, "q1", &end, ms(100), ms(10))
+            .await
+            .unwrap_err();
+        let n = asked.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(n >= 3, "asked {n} times");
+        assert!(why.contains("named no leader of q1"), "{why}");
+        assert!(why.contains(&format!("asked {n} times")), "{why}");
+        assert!(why.contains("no answer within 5s"), "{why}");
+        // The cell's end stops the asking at once.
+        end.cancel();
+        let (asked, ask) = answers(usize::MAX);
+        let why = who_leads(ask, "", &end, ms(10_000), ms(10))
+            .await
+            .unwrap_err();
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(
+            why.contains("0 leaderless, 1 unanswered; asked once"),
+            "{why}"
+        );
     }
 
     #[tokio::test]
