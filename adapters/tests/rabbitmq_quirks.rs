@@ -1,7 +1,8 @@
 //! RabbitMQ behaviour beyond the adapter contract (the contract itself is the shared
 //! suite: contract_rabbitmq.rs): what each idiom and queue type provisions and which
-//! durability tier it is, fsync only with quorum queues, and a reset that clears what
-//! the other idiom built (exchanges of another type, exchange-to-exchange bindings).
+//! durability tier it is, fsync only with quorum queues, a reset that clears what
+//! the other idiom built (exchanges of another type, exchange-to-exchange bindings),
+//! and a publish no queue takes refused, never confirmed as delivered.
 //!
 //! Needs RabbitMQ on 127.0.0.1:5672 (scripts/provision/rabbitmq.sh). When it is not
 //! reachable the tests print SKIP and pass, unless `CI` is set (then they fail).
@@ -115,4 +116,55 @@ async fn rabbit_reset_clears_the_other_idioms_objects() {
         rec.assert_in_order(&names, 5, idiom.name());
         b.close().await.unwrap();
     }
+}
+
+/// A publish that no queue takes (the lane's queue deleted behind the adapter's back,
+/// as a binding not yet recovered after a restart) comes back unroutable: the publish
+/// is refused and counted (`rabbit_returned`), never confirmed as if it had landed. A
+/// publish to a lane whose queue is there still goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbit_a_publish_no_queue_takes_is_refused_not_confirmed() {
+    if !support::ready::rabbitmq() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let topic = "rq-unroutable";
+    let mut o = options(Idiom::LaneQueues, QueueType::Classic);
+    o.queues_per_group = 2;
+    let b = RabbitBroker::new(o).unwrap();
+    b.setup(&topology(topic, &["g"], 2, 2))
+        .await
+        .expect("setup");
+    // Two keys on two lanes: find one key of each.
+    let names = keys(64);
+    let lane = |k: &str| adapters::lanes::lane_of(k, 2);
+    let gone = names.iter().find(|k| lane(k) == 0).unwrap();
+    let kept = names.iter().find(|k| lane(k) == 1).unwrap();
+    let conn = lapin::Connection::connect(
+        "amqp://guest:guest@127.0.0.1:5672/%2f",
+        lapin::ConnectionProperties::default(),
+    )
+    .await
+    .expect("a connection of the test's own");
+    let ch = conn.create_channel().await.unwrap();
+    ch.queue_delete(
+        format!("cb.{topic}.g.l0").as_str().into(),
+        lapin::options::QueueDeleteOptions::default(),
+    )
+    .await
+    .expect("delete lane 0's queue");
+    let payload = [bytes::Bytes::from_static(b"unroutable")];
+    let e = b
+        .publish(topic, gone, &payload)
+        .await
+        .expect_err("a publish no queue takes must not be confirmed");
+    assert!(matches!(e, BrokerError::Refused(_)), "{e:?}");
+    assert!(e.to_string().contains("returned unroutable"), "{e}");
+    assert_eq!(b.counters().get("rabbit_returned"), Some(&1));
+    b.publish(topic, kept, &payload)
+        .await
+        .expect("the lane whose queue is there");
+    assert_eq!(b.counters().get("rabbit_returned"), Some(&1));
+    conn.close(0, "done".into()).await.ok();
+    b.close().await.unwrap();
 }

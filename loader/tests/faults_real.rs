@@ -234,9 +234,9 @@ fn real_fault_rabbit_node_restart_quorum_and_classic() {
         let t = totals(&r);
         let f = &faults(&r)["figures"];
         eprintln!(
-            "rabbit {queue_type} restart: outcome {} lost_acked {} duplicates {} recovered {} unseen {} unavailability {} recovery {}",
+            "rabbit {queue_type} restart: outcome {} lost_acked {} duplicates {} recovered {} unseen {} unavailability {} recovery {} returned unroutable {}",
             r["outcome"], t["lost_acked"], t["duplicates"], t["recovered"], t["unseen_at_end"],
-            f["unavailability_ms"], f["recovery"]
+            f["unavailability_ms"], f["recovery"], r["broker_stats"]["rabbit_returned"]
         );
         let ev = faults(&r)["events"].as_array().unwrap();
         assert_eq!(ev[0]["command"]["exit_code"], 0, "{}", show(&r));

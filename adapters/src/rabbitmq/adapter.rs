@@ -25,6 +25,15 @@
 //! ones *and* any later ones of the same key already prefetched) at their original
 //! positions, so per-key order survives the redelivery. The channel is then reopened.
 //!
+//! Publishes are persistent, confirmed and `mandatory`: a message no queue takes (a
+//! binding or queue not there, as after a restart that has not recovered it) comes
+//! back with `basic.return` before its `basic.ack`, and its batch's publish fails
+//! (`rabbit_returned`) instead of counting as landed. lapin pairs a return with the
+//! first confirm a (multiple) ack completes, which may be another batch's; the
+//! payload tells whose it is, and the batch that published it refuses itself when it
+//! finds it among the returns handed to others (a batch whose confirms were all read
+//! before the other batch read its own is not caught: the count still shows it).
+//!
 //! A cluster: `rabbitmq.nodes` lists the other nodes. Every connection dials a node
 //! and, when that fails or the connection is later lost, the next one in turn (`url`,
 //! `nodes[0]`, …); consumer connection `i` starts on node `i mod n`. Quorum queues
@@ -82,6 +91,8 @@ struct Stats {
     client_publishes: Counter,
     broker_copies: Counter,
     confirm_nacks: Counter,
+    /// Publishes the broker returned as unroutable (`mandatory`): no queue took them.
+    returned: Counter,
     publish_errors: Counter,
     deliveries: Counter,
     acked: Counter,
@@ -200,6 +211,10 @@ struct Inner {
     slots: RwLock<Vec<Arc<ConnSlot>>>,
     next_slot: AtomicUsize,
     stats: Stats,
+    /// Payloads of messages the broker returned unroutable whose confirm lapin handed
+    /// to another batch's publish (it pairs a return with whichever confirm of a
+    /// multiple ack completes first): the batch that published one refuses itself.
+    returned_elsewhere: Mutex<Vec<Vec<u8>>>,
 }
 
 /// What setup built for one group of one topic.
@@ -250,6 +265,7 @@ impl RabbitBroker {
                 slots: RwLock::new(Vec::new()),
                 next_slot: AtomicUsize::new(0),
                 stats: Stats::default(),
+                returned_elsewhere: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -611,13 +627,19 @@ impl Inner {
         let exchange = sstr(&t.exchange);
         let rk = sstr(&routing);
         // Pipelined: every publish of the batch goes out before any confirm is awaited.
+        // Mandatory: a message no queue takes (a binding not yet recovered after a
+        // restart) comes back, and is a failed publish; without it the broker confirms
+        // the message it dropped.
         let mut confirms = Vec::with_capacity(payloads.len());
         for p in payloads {
             match ch
                 .basic_publish(
                     exchange.clone(),
                     rk.clone(),
-                    BasicPublishOptions::default(),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
                     p,
                     props.clone(),
                 )
@@ -633,10 +655,18 @@ impl Inner {
         }
         self.stats.client_publishes.add(payloads.len() as u64);
         let mut nacked = 0u64;
+        let mut returned = 0u64;
         let mut failed: Option<String> = None;
         for c in confirms {
             match tokio::time::timeout(OP_TIMEOUT, c).await {
-                Ok(Ok(Confirmation::Ack(_))) => {}
+                Ok(Ok(Confirmation::Ack(None))) => {}
+                Ok(Ok(Confirmation::Ack(Some(r)))) => {
+                    if payloads.iter().any(|p| p[..] == r.delivery.data[..]) {
+                        returned += 1;
+                    } else {
+                        self.returned_elsewhere.lock().push(r.delivery.data);
+                    }
+                }
                 Ok(Ok(Confirmation::Nack(_))) => nacked += 1,
                 Ok(Ok(Confirmation::NotRequested)) => {
                     failed.get_or_insert_with(|| "channel not in confirm mode".into());
@@ -658,9 +688,28 @@ impl Inner {
         }
         if nacked > 0 {
             self.stats.confirm_nacks.add(nacked);
+            self.stats.returned.add(returned);
             self.stats.publish_errors.add(payloads.len() as u64);
             return Err(self.err_refused(format!(
                 "{nacked} of {} publishes to {} nacked by the broker",
+                payloads.len(),
+                t.exchange
+            )));
+        }
+        {
+            // A return of ours that lapin handed to another batch's confirm.
+            let mut elsewhere = self.returned_elsewhere.lock();
+            if !elsewhere.is_empty() {
+                let before = elsewhere.len();
+                elsewhere.retain(|d| !payloads.iter().any(|p| p[..] == d[..]));
+                returned += (before - elsewhere.len()) as u64;
+            }
+        }
+        if returned > 0 {
+            self.stats.returned.add(returned);
+            self.stats.publish_errors.add(payloads.len() as u64);
+            return Err(self.err_refused(format!(
+                "{returned} of {} publishes to {} returned unroutable (no queue bound for routing key {routing})",
                 payloads.len(),
                 t.exchange
             )));
@@ -1507,6 +1556,7 @@ mod tests {
             "rabbit_refused",
             "rabbit_reset_deleted_exchanges",
             "rabbit_reset_deleted_queues",
+            "rabbit_returned",
             "rabbit_single_acks",
         ];
         let keys = |b: &RabbitBroker| b.counters().into_keys().collect::<Vec<_>>();

@@ -176,7 +176,11 @@ impl BareClient for RabbitBare {
                 ch.basic_publish(
                     exchange.clone(),
                     rk.clone(),
-                    BasicPublishOptions::default(),
+                    // Mandatory, as the adapter publishes.
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
                     p,
                     props.clone(),
                 )
@@ -186,7 +190,10 @@ impl BareClient for RabbitBare {
         }
         for c in confirms {
             match c.await.map_err(|e| err("confirm", e))? {
-                Confirmation::Ack(_) => {}
+                Confirmation::Ack(None) => {}
+                Confirmation::Ack(Some(_)) => {
+                    return Err(BrokerError::Refused("publish returned unroutable".into()))
+                }
                 _ => return Err(BrokerError::Refused("publish not confirmed".into())),
             }
         }
