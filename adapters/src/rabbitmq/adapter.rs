@@ -686,16 +686,6 @@ impl Inner {
             self.pub_channel_broken(idx, &ch);
             return Err(self.err_conn(f));
         }
-        if nacked > 0 {
-            self.stats.confirm_nacks.add(nacked);
-            self.stats.returned.add(returned);
-            self.stats.publish_errors.add(payloads.len() as u64);
-            return Err(self.err_refused(format!(
-                "{nacked} of {} publishes to {} nacked by the broker",
-                payloads.len(),
-                t.exchange
-            )));
-        }
         {
             // A return of ours that lapin handed to another batch's confirm.
             let mut elsewhere = self.returned_elsewhere.lock();
@@ -705,14 +695,24 @@ impl Inner {
                 returned += (before - elsewhere.len()) as u64;
             }
         }
-        if returned > 0 {
+        if nacked > 0 || returned > 0 {
+            self.stats.confirm_nacks.add(nacked);
             self.stats.returned.add(returned);
             self.stats.publish_errors.add(payloads.len() as u64);
-            return Err(self.err_refused(format!(
-                "{returned} of {} publishes to {} returned unroutable (no queue bound for routing key {routing})",
-                payloads.len(),
-                t.exchange
-            )));
+            let why = if nacked > 0 {
+                format!(
+                    "{nacked} of {} publishes to {} nacked by the broker",
+                    payloads.len(),
+                    t.exchange
+                )
+            } else {
+                format!(
+                    "{returned} of {} publishes to {} returned unroutable (no queue bound for routing key {routing})",
+                    payloads.len(),
+                    t.exchange
+                )
+            };
+            return Err(self.err_refused(why));
         }
         let n = payloads.len() as u64;
         self.stats.logical_published.add(n);
