@@ -244,9 +244,10 @@ fn real_fault_rabbit_node_restart_quorum_and_classic() {
             if u(&t["lost_acked"]) > 0 {
                 // What the node still holds, to tell a loss from a stalled consumer.
                 eprintln!(
-                    "the node's queues after the cell (drain {}):\n{}",
+                    "the node's queues after the cell (drain {}):\n{}\nthe node's last warnings and errors:\n{}",
                     r["drain"]["outcome"],
-                    node.list_queues("name messages_ready messages_unacknowledged consumers")
+                    node.list_queues("name messages_ready messages_unacknowledged consumers"),
+                    node.log_warnings(80)
                 );
             }
             assert_eq!(u(&t["lost_acked"]), 0, "{}", show(&r));

@@ -336,6 +336,16 @@ impl RabbitNode {
         ))
         .1
     }
+
+    /// The node's log lines at warning or error level, the last `n` of them (crash
+    /// reports cut to their first lines), for a test that found a loss to print.
+    pub fn log_warnings(&self, n: usize) -> String {
+        sh(&format!(
+            "grep -h -A3 -E '\\[(warning|error)\\]' {}/log/*.log 2>/dev/null | tail -{n}",
+            self.dir.display()
+        ))
+        .1
+    }
 }
 
 impl Drop for RabbitNode {
