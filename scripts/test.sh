@@ -94,42 +94,7 @@ status=0
 # cargo's totals; each writes a line here, so the summary can say how many really ran.
 export CROSSBENCH_SKIP_LOG="$PWD/target/skipped.txt"
 : > "$CROSSBENCH_SKIP_LOG"
-# Three parts (docs/testing.md, "How long the test command takes"):
-# 1. ALONE: the binaries whose verdicts need the machine to themselves (a full rate
-#    held, resource budgets, the harness's tax against the bare clients), one after
-#    another with nothing beside them.
-# 2. BESIDE: binaries whose servers are their own (own ports, own network namespaces)
-#    and whose cells take the machine-wide run lock like every other cell, in the
-#    background while part 3 runs: they mostly wait for their servers to boot.
-# 3. The rest of the workspace, one binary after another, as before.
-# Every test runs once; the outputs go into target/test-output.txt in that order.
-alone=(control_full_rate budgets selftest_tax)
-beside=(tls_real cluster_real)
-# Every invocation is `--workspace --all-features`, the build's own feature set, so
-# nothing is compiled again; targets are picked by name (no two crates share one).
-rest=()
-for f in loader/tests/*.rs checker/tests/*.rs record/tests/*.rs adapters/tests/*.rs \
-  sampler/tests/*.rs report/tests/*.rs; do
-  [ -f "$f" ] || continue
-  n=$(basename "$f" .rs)
-  case " ${alone[*]} ${beside[*]} " in *" $n "*) continue ;; esac
-  rest+=(--test "$n")
-done
-ws=(cargo test --workspace --all-features --no-fail-fast)
-: > target/test-output.txt
-# shellcheck disable=SC2046
-"${ws[@]}" $(printf -- '--test %s ' "${alone[@]}") 2>&1 | tee -a target/test-output.txt || status=$?
-beside_out=target/test-output-beside.txt
-# shellcheck disable=SC2046
-"${ws[@]}" $(printf -- '--test %s ' "${beside[@]}") > "$beside_out" 2>&1 &
-beside_pid=$!
-"${ws[@]}" --lib --bins "${rest[@]}" 2>&1 | tee -a target/test-output.txt || status=$?
-"${ws[@]}" --doc 2>&1 | tee -a target/test-output.txt || status=$?
-beside_status=0
-wait "$beside_pid" || beside_status=$?
-step "the binaries that ran beside the rest: ${beside[*]}"
-cat "$beside_out" | tee -a target/test-output.txt
-[ "$beside_status" -eq 0 ] || status=$beside_status
+cargo test --workspace --all-features --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
 # Summarise for CI logs, whose middle may be cut: the reason of every failed test is
 # repeated here, at the end, a few lines each.
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')

@@ -10,7 +10,8 @@
 //!
 //! A freed lane passes to the next waiting message at the instant it was due to free,
 //! not when the timer noticed, so the timer's own lateness never adds to the work
-//! times that follow it.
+//! times that follow it; a message that arrived after that instant (while the late
+//! timer still counted the lane busy) starts when it arrived, never before.
 //!
 //! The bookkeeping is [`Lanes`], pure and driven by explicit instants (its tests need
 //! no clock). Two drivers move it:
@@ -130,7 +131,8 @@ impl Ord for Running {
 struct LaneGroup {
     budget: usize,
     busy: usize,
-    waiting: VecDeque<(Duration, Arc<Job>)>,
+    /// Each waiting message's work, its batch, and when it arrived.
+    waiting: VecDeque<(Duration, Arc<Job>, Instant)>,
 }
 
 /// The lanes of every stage and the messages at work on them: the timer's pure state.
@@ -179,14 +181,16 @@ impl Lanes {
                 self.start(group, now, w, job.clone());
                 first = Some(first.map_or(now + w, |f| f.min(now + w)));
             } else {
-                g.waiting.push_back((w, job.clone()));
+                g.waiting.push_back((w, job.clone(), now));
             }
         }
         first
     }
 
     /// Finish every message due at or before `now`, handing each freed lane to the
-    /// next waiting message at the instant it freed. Pushes the wakers of batches
+    /// next waiting message at the instant it freed (or at the message's arrival, if
+    /// that was later: a late timer must not start work before it arrived). Pushes
+    /// the wakers of batches
     /// that completed.
     fn expire(&mut self, now: Instant, woken: &mut Vec<Waker>) {
         while let Some(Reverse(top)) = self.running.peek() {
@@ -199,8 +203,8 @@ impl Lanes {
             }
             let g = &mut self.groups[r.lane_group];
             g.busy -= 1;
-            if let Some((work, job)) = g.waiting.pop_front() {
-                self.start(r.lane_group, r.due, work, job);
+            if let Some((work, job, arrived)) = g.waiting.pop_front() {
+                self.start(r.lane_group, r.due.max(arrived), work, job);
             }
         }
     }
@@ -213,7 +217,7 @@ impl Lanes {
         let waiting = self
             .groups
             .iter()
-            .flat_map(|g| g.waiting.iter().map(|(_, j)| j));
+            .flat_map(|g| g.waiting.iter().map(|(_, j, _)| j));
         for job in running.chain(waiting) {
             if let Some(w) = job.abort() {
                 woken.push(w);
@@ -646,6 +650,29 @@ mod tests {
         lanes.expire(t0 + ms(20), &mut w);
         assert!(done(&a) && done(&b));
         assert_eq!(w.len(), 0, "jobs made by hand have no waker");
+    }
+
+    /// A message that arrives after its lane was due to free, while the late timer
+    /// still counts the lane busy, starts when it arrived: its work is never cut
+    /// short by the timer's lateness (seen under load: 2.87 ms of a 4 ms work).
+    #[test]
+    fn a_message_that_arrives_after_the_lane_freed_starts_when_it_arrived() {
+        let t0 = Instant::now();
+        let mut lanes = Lanes::default();
+        let g = lanes.add_group(1);
+        let (a, b) = (job(1), job(1));
+        lanes.submit(g, t0, &[ms(10)], &a);
+        // The lane is due to free at 10 ms; b arrives at 12 ms and the timer, late,
+        // has not freed it yet: b waits.
+        lanes.submit(g, t0 + ms(12), &[ms(4)], &b);
+        let mut w = Vec::new();
+        // The timer looks at 15 ms: b starts at 12 ms (not at 10 ms) and ends at 16.
+        lanes.expire(t0 + ms(15), &mut w);
+        assert!(done(&a));
+        assert!(!done(&b), "b's 4 ms cut short: ended by 15 ms");
+        assert_eq!(lanes.next_due(), Some(t0 + ms(16)));
+        lanes.expire(t0 + ms(16), &mut w);
+        assert!(done(&b));
     }
 
     #[test]
