@@ -354,9 +354,9 @@ fn kept_elsewhere(dir: &std::path::Path, r: &Value) -> KeptElsewhere {
 
 /// RabbitMQ quorum queues on three nodes (`pause_minority`): the node leading the
 /// most queues is cut off for 5 s and healed; 4 s after the heal the node leading
-/// the most queues is SIGKILLed and started again 3 s later. The loader's connections start on
-/// every node; those on the cut node are closed when it pauses and reconnect to
-/// another. What quorum queues promise: nothing acknowledged (confirmed) is lost.
+/// the most queues is SIGKILLed and started again 3 s later. The loader's
+/// connections start on every node; those on the cut node are closed when it pauses
+/// and reconnect to another. What quorum queues promise: nothing acknowledged (confirmed) is lost.
 #[test]
 fn real_cluster_rabbit_quorum_minority_partition_of_the_leader_then_kill_leader() {
     // The cluster boots (about 20 s) while another test's cell runs; the cell waits

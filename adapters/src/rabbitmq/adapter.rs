@@ -31,8 +31,9 @@
 //! (`rabbit_returned`) instead of counting as landed. lapin pairs a return with the
 //! first confirm a (multiple) ack completes, which may be another batch's; the
 //! payload tells whose it is, and the batch that published it refuses itself when it
-//! finds it among the returns handed to others (a batch whose confirms were all read
-//! before the other batch read its own is not caught: the count still shows it).
+//! finds it among the returns handed to others. Every return is counted when it
+//! arrives, so a batch whose confirms were all read before the other batch read its
+//! own, and which is not caught, still shows in the count.
 //!
 //! A cluster: `rabbitmq.nodes` lists the other nodes. Every connection dials a node
 //! and, when that fails or the connection is later lost, the next one in turn (`url`,
@@ -661,6 +662,8 @@ impl Inner {
             match tokio::time::timeout(OP_TIMEOUT, c).await {
                 Ok(Ok(Confirmation::Ack(None))) => {}
                 Ok(Ok(Confirmation::Ack(Some(r)))) => {
+                    // Counted here, whoever published it.
+                    self.stats.returned.inc();
                     if payloads.iter().any(|p| p[..] == r.delivery.data[..]) {
                         returned += 1;
                     } else {
@@ -697,7 +700,6 @@ impl Inner {
         }
         if nacked > 0 || returned > 0 {
             self.stats.confirm_nacks.add(nacked);
-            self.stats.returned.add(returned);
             self.stats.publish_errors.add(payloads.len() as u64);
             let why = if nacked > 0 {
                 format!(

@@ -190,8 +190,7 @@ impl Lanes {
     /// Finish every message due at or before `now`, handing each freed lane to the
     /// next waiting message at the instant it freed (or at the message's arrival, if
     /// that was later: a late timer must not start work before it arrived). Pushes
-    /// the wakers of batches
-    /// that completed.
+    /// the wakers of batches that completed.
     fn expire(&mut self, now: Instant, woken: &mut Vec<Waker>) {
         while let Some(Reverse(top)) = self.running.peek() {
             if top.due > now {
