@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use adapters::{Broker, Counter, ErrorClass};
 use bytes::Bytes;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +19,7 @@ use crate::measure::counters::FlowCounters;
 use crate::measure::histograms::Metric;
 use crate::measure::outcomes::{GiveUp, Outcomes};
 use crate::measure::window::RatedWindow;
+use crate::pacing::doorbell::{handoff, Doorbell, Receiver};
 use crate::pacing::pacer::{Paced, Pacer, PacerSinks, PacerSpec, Slot, Timing};
 use crate::pacing::retry::publish_until;
 use crate::pacing::schedule::Schedule;
@@ -120,11 +120,22 @@ struct Request {
 
 /// Start the pacer and the push workers for `traffic`.
 pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> Paced {
-    let mut senders = Vec::with_capacity(plan.workers as usize);
+    // A pacer thread of its own hands requests over through the doorbell (one
+    // wake-up of one worker per ring, none of tokio's searching workers); a pacer
+    // that is a task, or virtual time, wakes the workers directly.
     let mut workers = JoinSet::new();
-    for _ in 0..plan.workers {
-        let (tx, rx) = mpsc::channel::<Request>(plan.queue.max(1));
-        senders.push(tx);
+    let bell = match (plan.drive, timing) {
+        (PacerDrive::Thread, Timing::Real) => Doorbell::start().ok().map(|(bell, task)| {
+            // Ends once the pacer drops its emit closure (and with it the senders).
+            workers.spawn(async move {
+                let _ = task.await;
+            });
+            bell
+        }),
+        _ => None,
+    };
+    let (senders, receivers) = handoff::<Request>(plan.workers as usize, plan.queue, bell);
+    for rx in receivers {
         workers.spawn(worker(env.clone(), rx));
     }
     // The emit closure: the request's partitions (all of one worker), their next
@@ -147,7 +158,7 @@ pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> 
             per_partition: per,
             ts: slot.ts,
         };
-        match senders[w].try_send(req) {
+        match senders.try_send(w, req) {
             Ok(()) => {
                 for &p in &parts {
                     next_seq[p as usize] += per;
@@ -183,7 +194,7 @@ pub fn start(plan: PushPlan, env: PushEnv, traffic: Traffic, timing: Timing) -> 
     }
 }
 
-async fn worker(env: PushEnv, mut rx: mpsc::Receiver<Request>) {
+async fn worker(env: PushEnv, mut rx: Receiver<Request>) {
     let mut payloads: Vec<Bytes> = Vec::new();
     while let Some(req) = rx.recv().await {
         let n = req.per_partition as u64;
