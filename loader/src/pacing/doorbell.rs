@@ -35,6 +35,8 @@ use parking_lot::Mutex;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
+use crate::pacing::fd_timer::read_counter;
+
 /// The doorbell: wakers to wake, and the `eventfd` that tells the runtime there are
 /// some.
 #[derive(Debug)]
@@ -268,7 +270,7 @@ async fn serve(bell: Arc<Bell>, polled: AsyncFd<OwnedFd>) {
                 }
                 return;
             };
-            match guard.try_io(|fd| read_eventfd(fd.get_ref().as_raw_fd())) {
+            match guard.try_io(|fd| read_counter(fd.get_ref().as_raw_fd())) {
                 Ok(_) => break,
                 // Read already: wait for the next ring.
                 Err(_would_block) => continue,
@@ -284,18 +286,6 @@ fn write_eventfd(fd: i32) {
     // this process owns. A failure (never seen) leaves the counter as it was; the
     // next ring writes again.
     let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-}
-
-/// Read and reset an `eventfd`'s counter (WouldBlock when it is zero).
-fn read_eventfd(fd: i32) -> io::Result<u64> {
-    let mut n = 0u64;
-    // SAFETY: reads at most 8 bytes into `n`, which lives across the call.
-    let rc = unsafe { libc::read(fd, (&mut n as *mut u64).cast(), 8) };
-    if rc == 8 {
-        Ok(n)
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ impl FdTimer {
         self.arm(at - now)?;
         loop {
             let mut guard = self.fd.readable().await?;
-            match guard.try_io(|fd| read_expirations(fd.get_ref().as_raw_fd())) {
+            match guard.try_io(|fd| read_counter(fd.get_ref().as_raw_fd())) {
                 Ok(Ok(_)) => return Ok(()),
                 Ok(Err(e)) => return Err(e),
                 // Spurious readiness: the expiry was read already; wait again.
@@ -150,8 +150,9 @@ impl RuntimeSleep {
     }
 }
 
-/// Read a timerfd's expiration count (WouldBlock when it has not expired).
-fn read_expirations(fd: i32) -> io::Result<u64> {
+/// Read and reset the 8-byte counter of a `timerfd` (its expirations) or an `eventfd`
+/// (its rings): WouldBlock while it is zero.
+pub(crate) fn read_counter(fd: i32) -> io::Result<u64> {
     let mut n = 0u64;
     // SAFETY: reads at most 8 bytes into `n`, which lives across the call.
     let rc = unsafe { libc::read(fd, (&mut n as *mut u64).cast(), 8) };
