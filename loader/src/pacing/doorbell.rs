@@ -65,8 +65,8 @@ impl Bell {
         self.if_broken_wake_here();
     }
 
-    /// The task gave up after it last drained (never seen): what was queued since is
-    /// woken here, so no waker is lost.
+    /// Once the task has given up (never seen), whatever is queued is woken here, by
+    /// the task as it gives up and by any sender after it, so no waker is lost.
     fn if_broken_wake_here(&self) {
         if self.broken.load(Ordering::Acquire) {
             for w in std::mem::take(&mut *self.wakers.lock()) {
@@ -111,7 +111,9 @@ impl Doorbell {
     /// that kept the `eventfd` from being made or registered.
     pub fn start() -> io::Result<(Doorbell, tokio::task::JoinHandle<()>)> {
         if tokio::runtime::Handle::try_current().is_err() {
-            return Err(io::Error::other("a doorbell is started inside the runtime"));
+            return Err(io::Error::other(
+                "no runtime here: a doorbell is started inside one",
+            ));
         }
         let (bell, polled) = doorbell()?;
         let task = tokio::spawn(serve(bell.clone(), polled));
@@ -265,9 +267,7 @@ async fn serve(bell: Arc<Bell>, polled: AsyncFd<OwnedFd>) {
             let Ok(mut guard) = polled.readable().await else {
                 // Never seen: wake directly from now on, and whatever was queued now.
                 bell.broken.store(true, Ordering::Release);
-                for w in std::mem::take(&mut *bell.wakers.lock()) {
-                    w.wake();
-                }
+                bell.if_broken_wake_here();
                 return;
             };
             match guard.try_io(|fd| read_counter(fd.get_ref().as_raw_fd())) {
@@ -331,27 +331,19 @@ mod tests {
                 })
                 .collect();
             let sender = std::thread::spawn(move || {
-                let mut refused = 0;
                 for k in 0..300u32 {
                     let mut item = k;
                     // A full queue gives the item back; wait for the reader.
-                    loop {
-                        match tx.try_send((k % 3) as usize, item) {
-                            Ok(()) => break,
-                            Err(back) => {
-                                refused += 1;
-                                item = back;
-                                std::thread::sleep(Duration::from_micros(50));
-                            }
-                        }
+                    while let Err(back) = tx.try_send((k % 3) as usize, item) {
+                        item = back;
+                        std::thread::sleep(Duration::from_micros(50));
                     }
                     if k % 50 == 0 {
                         std::thread::sleep(Duration::from_millis(2));
                     }
                 }
-                refused
             });
-            let _refused = sender.join().unwrap();
+            sender.join().unwrap();
             let got: Vec<Vec<u32>> = rt.block_on(async {
                 let mut all = Vec::new();
                 for r in readers {
